@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs the real-node binaries (containerd 2.4.2, its runc shim, runc 1.5.3,
+# crictl and critest 1.37.0, the CNI plugins) from the Go module proxy into
+# SYNCPOD_NODE_BIN (default: $HOME/.cache/syncpod/node/bin). Binaries that are
+# already there at the right version are kept, so a second run takes a second.
+set -euo pipefail
+
+bin=${SYNCPOD_NODE_BIN:-$HOME/.cache/syncpod/node/bin}
+cni=${SYNCPOD_CNI_BIN:-$bin/cni}
+mkdir -p "$bin" "$cni"
+stamp="$bin/.versions"
+
+CONTAINERD=v2.4.2
+RUNC=v1.5.3
+CRITOOLS=v1.37.0
+CNI=v1.10.0
+want="containerd=$CONTAINERD runc=$RUNC critools=$CRITOOLS cni=$CNI"
+
+have_all() {
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] || return 1
+  for b in containerd containerd-shim-runc-v2 runc crictl critest; do
+    [ -x "$bin/$b" ] || return 1
+  done
+  for p in bridge host-local loopback portmap; do
+    [ -x "$cni/$p" ] || return 1
+  done
+}
+
+if have_all; then
+  echo "real-node binaries present in $bin ($want)"
+  exit 0
+fi
+
+# gcc is needed for the cgo builds of containerd and runc.
+command -v gcc >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc; }
+
+export GOFLAGS=-buildvcs=false
+echo "installing containerd $CONTAINERD, runc $RUNC, cri-tools $CRITOOLS, CNI $CNI into $bin"
+GOBIN="$bin" CGO_ENABLED=1 go install -tags "no_btrfs no_devmapper no_zfs" \
+  github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD
+GOBIN="$bin" go install github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD
+GOBIN="$bin" CGO_ENABLED=1 go install github.com/opencontainers/runc@$RUNC
+GOBIN="$bin" go install sigs.k8s.io/cri-tools/cmd/crictl@$CRITOOLS
+GOBIN="$cni" go install \
+  github.com/containernetworking/plugins/plugins/main/bridge@$CNI \
+  github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI \
+  github.com/containernetworking/plugins/plugins/main/loopback@$CNI \
+  github.com/containernetworking/plugins/plugins/meta/portmap@$CNI
+
+# critest is a Ginkgo test binary, built from the module cache.
+go mod download sigs.k8s.io/cri-tools@$CRITOOLS
+src="$(go env GOMODCACHE)/sigs.k8s.io/cri-tools@$CRITOOLS"
+tmp=$(mktemp -d)
+cp -r "$src/." "$tmp/"
+chmod -R u+w "$tmp"
+(cd "$tmp" && go test -c -o "$bin/critest" ./cmd/critest)
+rm -rf "$tmp"
+
+echo "$want" >"$stamp"
+echo "real-node binaries installed in $bin"
