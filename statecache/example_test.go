@@ -1,0 +1,80 @@
+package statecache_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/syncpod/syncpod/statecache"
+)
+
+type PodStatus struct {
+	Phase string
+}
+
+func ExampleCache() {
+	c := statecache.New[string, *PodStatus]()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	c.Set("pod-a", &PodStatus{Phase: "Running"}, nil, t0.Add(2*time.Second))
+	// A slower relist that read the pod earlier cannot overwrite it.
+	updated := c.Set("pod-a", &PodStatus{Phase: "Pending"}, nil, t0.Add(time.Second))
+	st, _ := c.Get("pod-a")
+	fmt.Println(updated, st.Phase)
+
+	missing, err := c.Get("pod-b")
+	fmt.Println(missing == nil, err)
+	// Output:
+	// false Running
+	// true <nil>
+}
+
+func ExampleCache_GetNewerThan() {
+	c := statecache.New[string, *PodStatus]()
+	lastSync := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// A pod worker waits for a status newer than its last sync.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := c.GetNewerThan(ctx, "pod-a", lastSync)
+		fmt.Println(st.Phase, err)
+	}()
+
+	// The relister records what it saw, then that the relist is complete.
+	relist := lastSync.Add(time.Second)
+	c.Set("pod-a", &PodStatus{Phase: "Running"}, nil, relist)
+	c.UpdateTime(relist)
+	<-done
+	// Output:
+	// Running <nil>
+}
+
+func ExampleMemo() {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	lookups := 0
+	cgroupOf, err := statecache.NewMemo(func(ctx context.Context, podUID string) (string, error) {
+		lookups++ // a slow walk of /sys/fs/cgroup in real life
+		return "/kubepods.slice/pod" + podUID, nil
+	}, statecache.WithTTL(time.Minute), statecache.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer cgroupOf.Close()
+
+	ctx := context.Background()
+	p, _ := cgroupOf.Get(ctx, "1234")
+	_, _ = cgroupOf.Get(ctx, "1234")
+	fmt.Println(p, lookups)
+
+	clk.Step(2 * time.Minute)
+	_, _ = cgroupOf.Get(ctx, "1234")
+	fmt.Println(lookups)
+	// Output:
+	// /kubepods.slice/pod1234 1
+	// 2
+}

@@ -1,0 +1,253 @@
+package statecache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
+)
+
+// Memo remembers the results of a slow, rarely-changing lookup, such as a
+// device's major:minor numbers or a pod's cgroup path, for a while.
+//
+//   - Results live for the TTL (WithTTL), measured on an injectable clock
+//     (WithClock), so expiry is testable with a fake clock.
+//   - Concurrent Gets of one key that miss share a single loader call
+//     (golang.org/x/sync/singleflight); Gets of other keys are not delayed.
+//   - Errors are cached only if WithNegativeTTL is set, for that (usually
+//     shorter) time. Context errors are never cached.
+//   - At most WithMaxEntries results are kept; beyond that the least
+//     recently used one is evicted.
+//
+// Keys are strings (or string types such as types.UID) because merged loads
+// are keyed by string: keeping K ~string makes the merge exact, where an
+// encoding of arbitrary keys into strings could merge two different keys.
+//
+// The loader runs with a context that is independent of any one caller, so a
+// caller that gives up does not fail the others sharing the call; it is
+// cancelled by Close and bounded by WithLoadTimeout.
+type Memo[K ~string, V any] struct {
+	load Loader[K, V]
+	opts memoOptions
+
+	results *cache.LRUExpireCache // K -> memoResult[V]
+	group   singleflight.Group
+
+	// epoch counts invalidations; a load that overlaps one does not store
+	// its (possibly stale) result.
+	epoch atomic.Uint64
+
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and loads.Add
+	closed bool
+	loads  sync.WaitGroup
+}
+
+// Loader looks up the value for key. It must honour ctx.
+type Loader[K ~string, V any] func(ctx context.Context, key K) (V, error)
+
+type memoResult[V any] struct {
+	value V
+	err   error
+}
+
+// NewMemo returns a Memo over load. Defaults: TTL one minute, errors not
+// cached, at most 4096 entries, real clock, no load timeout. It returns an
+// error wrapping ErrInvalidOption for a nil loader or an option out of range.
+func NewMemo[K ~string, V any](load Loader[K, V], opts ...MemoOption) (*Memo[K, V], error) {
+	if load == nil {
+		return nil, fmt.Errorf("statecache: NewMemo: nil loader: %w", ErrInvalidOption)
+	}
+	o := memoOptions{ttl: time.Minute, maxEntries: 4096, clock: clock.RealClock{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyMemo(&o)
+		}
+	}
+	switch {
+	case o.ttl <= 0:
+		return nil, fmt.Errorf("statecache: NewMemo: TTL %v must be positive: %w", o.ttl, ErrInvalidOption)
+	case o.negativeTTL < 0:
+		return nil, fmt.Errorf("statecache: NewMemo: negative TTL %v must not be negative: %w", o.negativeTTL, ErrInvalidOption)
+	case o.maxEntries <= 0:
+		return nil, fmt.Errorf("statecache: NewMemo: max entries %d must be positive: %w", o.maxEntries, ErrInvalidOption)
+	case o.loadTimeout < 0:
+		return nil, fmt.Errorf("statecache: NewMemo: load timeout %v must not be negative: %w", o.loadTimeout, ErrInvalidOption)
+	case o.clock == nil:
+		return nil, fmt.Errorf("statecache: NewMemo: nil clock: %w", ErrInvalidOption)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Memo[K, V]{
+		load:    load,
+		opts:    o,
+		results: cache.NewLRUExpireCacheWithClock(o.maxEntries, o.clock),
+		base:    base,
+		cancel:  cancel,
+	}, nil
+}
+
+// Get returns the remembered result for key, or loads it. A loader error is
+// returned wrapped, with errors.Is/As reaching the loader's error. If ctx is
+// done before the load finishes, Get returns an error wrapping ctx.Err() and
+// the load carries on for the other callers and the cache.
+func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
+	var zero V
+	if ctx == nil {
+		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ErrNilContext)
+	}
+	if m.isClosed() {
+		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ErrClosed)
+	}
+	if r, ok := m.results.Get(key); ok {
+		res := r.(memoResult[V])
+		return res.value, res.err
+	}
+	ch := m.group.DoChan(string(key), func() (any, error) {
+		return m.loadAndStore(key), nil
+	})
+	select {
+	case r := <-ch:
+		res := r.Val.(memoResult[V])
+		return res.value, res.err
+	case <-ctx.Done():
+		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ctx.Err())
+	}
+}
+
+// Invalidate forgets the result for key, so the next Get loads again. A load
+// in flight when Invalidate is called does not store its result, and later
+// Gets do not join it.
+func (m *Memo[K, V]) Invalidate(key K) {
+	m.epoch.Add(1)
+	m.group.Forget(string(key))
+	m.results.Remove(key)
+}
+
+// Len returns the number of remembered results, including expired ones not
+// yet dropped.
+func (m *Memo[K, V]) Len() int {
+	return len(m.results.Keys())
+}
+
+// Close cancels loads in flight and waits for them to return. Later Gets
+// return an error wrapping ErrClosed. Close is idempotent.
+func (m *Memo[K, V]) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.loads.Wait()
+	return nil
+}
+
+func (m *Memo[K, V]) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// loadAndStore runs the loader once for key and remembers the result.
+func (m *Memo[K, V]) loadAndStore(key K) (res memoResult[V]) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		res.err = fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ErrClosed)
+		return res
+	}
+	m.loads.Add(1)
+	m.mu.Unlock()
+	defer m.loads.Done()
+
+	epoch := m.epoch.Load()
+	ctx := m.base
+	if m.opts.loadTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.opts.loadTimeout)
+		defer cancel()
+	}
+	res.value, res.err = m.callLoader(ctx, key)
+	if res.err != nil {
+		res.err = fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), res.err)
+	}
+	if m.epoch.Load() != epoch {
+		return res
+	}
+	switch {
+	case res.err == nil:
+		m.results.Add(key, res, m.opts.ttl)
+	case m.opts.negativeTTL > 0 && !isContextError(res.err):
+		m.results.Add(key, res, m.opts.negativeTTL)
+	}
+	return res
+}
+
+// callLoader calls the loader, turning a panic into an error.
+func (m *Memo[K, V]) callLoader(ctx context.Context, key K) (v V, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero V
+			v, err = zero, fmt.Errorf("%w: %v", ErrLoaderPanic, p)
+		}
+	}()
+	return m.load(ctx, key)
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// MemoOption configures a Memo.
+type MemoOption interface {
+	applyMemo(*memoOptions)
+}
+
+type memoOptions struct {
+	ttl         time.Duration
+	negativeTTL time.Duration
+	maxEntries  int
+	loadTimeout time.Duration
+	clock       clock.PassiveClock
+}
+
+type memoOptionFunc func(*memoOptions)
+
+func (f memoOptionFunc) applyMemo(o *memoOptions) { f(o) }
+
+// WithTTL sets how long a successful result is remembered (default one
+// minute). It must be positive.
+func WithTTL(d time.Duration) MemoOption {
+	return memoOptionFunc(func(o *memoOptions) { o.ttl = d })
+}
+
+// WithNegativeTTL makes the Memo remember loader errors for d, so a failing
+// lookup is not retried by every caller. Zero (the default) does not cache
+// errors. Context errors are never cached.
+func WithNegativeTTL(d time.Duration) MemoOption {
+	return memoOptionFunc(func(o *memoOptions) { o.negativeTTL = d })
+}
+
+// WithMaxEntries bounds the number of remembered results (default 4096);
+// the least recently used is evicted first. It must be positive.
+func WithMaxEntries(n int) MemoOption {
+	return memoOptionFunc(func(o *memoOptions) { o.maxEntries = n })
+}
+
+// WithLoadTimeout bounds each loader call. Zero (the default) means no bound
+// other than Close.
+func WithLoadTimeout(d time.Duration) MemoOption {
+	return memoOptionFunc(func(o *memoOptions) { o.loadTimeout = d })
+}
+
+// WithClock sets the clock that measures TTLs, for example a
+// k8s.io/utils/clock/testing fake clock in tests.
+func WithClock(c clock.PassiveClock) MemoOption {
+	return memoOptionFunc(func(o *memoOptions) { o.clock = c })
+}
