@@ -1,0 +1,108 @@
+package criclient
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/status"
+)
+
+// callExtra holds what differs between calls of invoke.
+type callExtra struct {
+	// addTimeout is added to the method timeout (ExecSync's command
+	// timeout, StopContainer's grace period), as in the kubelet.
+	addTimeout time.Duration
+	// noTimeout drops the deadline (ExecSync with timeout 0).
+	noTimeout bool
+	// fields are logged with the call (already redacted).
+	fields []zap.Field
+	// scrub removes secrets from an error before it leaves the client.
+	scrub func(error) error
+}
+
+// invoke runs one unary CRI call: admission, per-call timeout, observer,
+// logging, error wrapping and snapshot invalidation.
+func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	m := c.methods[name]
+	if c.closed.Load() {
+		return zero, &CallError{Method: name, Err: ErrClosed}
+	}
+
+	queued := c.clock.Now()
+	release, err := c.gates[m.class].acquire(ctx)
+	if err != nil {
+		c.logger.Debug("CRI call not admitted", zap.String("method", name), zap.Error(err))
+		return zero, &CallError{Method: name, Err: err}
+	}
+	admitted := c.clock.Now()
+	queueWait := admitted.Sub(queued)
+
+	timeout := m.timeout
+	if x.noTimeout {
+		timeout = 0
+	} else if timeout > 0 && x.addTimeout > 0 {
+		timeout += x.addTimeout
+	}
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+
+	inFlight := m.inFlight.Add(1)
+	info := CallInfo{Method: name, Class: m.class, QueueWait: queueWait, InFlight: int(inFlight)}
+	if c.observer != nil {
+		c.observer.CallAdmitted(info)
+	}
+
+	res, err := fn(callCtx)
+	timedOut := err != nil && timeout > 0 && errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	info.Latency = c.clock.Since(admitted)
+	info.InFlight = int(m.inFlight.Add(-1))
+	release()
+
+	if m.class != ClassRead {
+		c.invalidateSnapshots()
+	}
+	if err != nil {
+		if x.scrub != nil {
+			err = x.scrub(err)
+		}
+		err = &CallError{Method: name, Err: err, timedOut: timedOut}
+	}
+	info.Err = err
+	if c.observer != nil {
+		c.observer.CallFinished(info)
+	}
+	if ce := c.logger.Check(zap.DebugLevel, "CRI call"); ce != nil {
+		fields := append([]zap.Field{
+			zap.String("method", name),
+			zap.Duration("latency", info.Latency),
+			zap.Duration("queueWait", queueWait),
+			zap.Stringer("code", status.Code(err)),
+		}, x.fields...)
+		if err != nil {
+			fields = append(fields, zap.Error(err))
+		}
+		ce.Write(fields...)
+	}
+	return res, err
+}
+
+// invoke0 is invoke for calls that return only an error.
+func invoke0(c *Client, ctx context.Context, name string, x callExtra, fn func(context.Context) error) error {
+	_, err := invoke(c, ctx, name, x, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+func (c *Client) invalidateSnapshots() {
+	if c.sandboxes != nil {
+		c.sandboxes.invalidate()
+		c.containers.invalidate()
+	}
+}

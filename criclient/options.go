@@ -1,0 +1,178 @@
+package criclient
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"k8s.io/utils/clock"
+)
+
+// Option configures a Client at Dial.
+type Option func(*config)
+
+// Limits configures admission control for one Class. The zero value admits
+// everything at once.
+type Limits struct {
+	// QPS is the sustained rate at which calls are admitted; 0 means no rate
+	// limit. A call over the rate waits (honouring its context) instead of
+	// failing.
+	QPS float64
+	// Burst is the token bucket size: how many calls may start at once after
+	// a quiet period. Ignored when QPS is 0; 0 with QPS > 0 means 1.
+	Burst int
+	// MaxInFlight bounds the calls of the class sent to the runtime at the
+	// same time; 0 means unbounded. Waiting callers are admitted in FIFO
+	// order.
+	MaxInFlight int
+}
+
+type config struct {
+	imageEndpoint   string
+	baseTimeout     time.Duration
+	methodTimeouts  map[string]time.Duration
+	maxMsgSize      int
+	limits          [numClasses]Limits
+	snapshotMaxAge  time.Duration
+	observer        Observer
+	logger          *zap.Logger
+	clock           clock.Clock
+	dialOptions     []grpc.DialOption
+	skipVersionDial bool
+	errs            []error
+}
+
+func defaultConfig() *config {
+	return &config{
+		baseTimeout:    DefaultTimeout,
+		methodTimeouts: map[string]time.Duration{},
+		maxMsgSize:     DefaultMaxMessageSize,
+		logger:         zap.NewNop(),
+		clock:          clock.RealClock{},
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
+}
+
+// WithImageEndpoint sends ImageManagerService calls to a separate endpoint
+// (unix:///path or a plain path). By default they go to the runtime endpoint.
+func WithImageEndpoint(endpoint string) Option {
+	return func(c *config) { c.imageEndpoint = endpoint }
+}
+
+// WithTimeout sets the base runtime request timeout (the kubelet's
+// --runtime-request-timeout, default DefaultTimeout). RunPodSandbox gets
+// twice that and ExecSync its own timeout plus that, unless set with
+// WithMethodTimeout; PullImage and GetContainerEvents have none.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("WithTimeout(%v): must be > 0", d)
+			return
+		}
+		c.baseTimeout = d
+	}
+}
+
+// WithMethodTimeout overrides the timeout of one CRI method, named as in the
+// CRI ("RunPodSandbox", "PullImage", ...). 0 means no timeout. For ExecSync
+// it replaces the base added to the command's own timeout.
+func WithMethodTimeout(method string, d time.Duration) Option {
+	return func(c *config) {
+		if _, ok := methodSpecs[method]; !ok {
+			c.fail("WithMethodTimeout: unknown CRI method %q", method)
+			return
+		}
+		if d < 0 {
+			c.fail("WithMethodTimeout(%q, %v): must be >= 0", method, d)
+			return
+		}
+		c.methodTimeouts[method] = d
+	}
+}
+
+// WithMaxMessageSize sets the gRPC send and receive message size limit
+// (default DefaultMaxMessageSize, 16 MiB).
+func WithMaxMessageSize(bytes int) Option {
+	return func(c *config) {
+		if bytes <= 0 {
+			c.fail("WithMaxMessageSize(%d): must be > 0", bytes)
+			return
+		}
+		c.maxMsgSize = bytes
+	}
+}
+
+// WithAdmission sets the admission limits of one class of calls. Each class
+// has its own token bucket and in-flight bound.
+func WithAdmission(class Class, l Limits) Option {
+	return func(c *config) {
+		switch {
+		case !class.valid():
+			c.fail("WithAdmission: unknown class %d", int(class))
+		case l.QPS < 0 || l.Burst < 0 || l.MaxInFlight < 0:
+			c.fail("WithAdmission(%s, %+v): limits must be >= 0", class, l)
+		default:
+			c.limits[class] = l
+		}
+	}
+}
+
+// WithListSnapshots serves ListPodSandbox and ListContainers from a shared
+// snapshot of the runtime's unfiltered list, refreshed when it is older than
+// maxAge. Concurrent refreshes are merged into one runtime call, filters are
+// applied locally, and every mutation made through the client drops the
+// snapshots. Off by default. See the package documentation for the exact
+// guarantee.
+func WithListSnapshots(maxAge time.Duration) Option {
+	return func(c *config) {
+		if maxAge <= 0 {
+			c.fail("WithListSnapshots(%v): must be > 0", maxAge)
+			return
+		}
+		c.snapshotMaxAge = maxAge
+	}
+}
+
+// WithObserver installs an Observer that is told about every runtime call.
+func WithObserver(o Observer) Option {
+	return func(c *config) { c.observer = o }
+}
+
+// WithLogger sets the logger (default zap.NewNop()). Every call is logged at
+// debug level; registry credentials are always redacted.
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			l = zap.NewNop()
+		}
+		c.logger = l
+	}
+}
+
+// WithClock sets the clock used for queue waits, token buckets, latencies
+// and snapshot ages (default the real clock). Tests pass a fake clock.
+// gRPC deadlines always use real time.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.fail("WithClock(nil)")
+			return
+		}
+		c.clock = clk
+	}
+}
+
+// WithDialOptions appends gRPC dial options (interceptors, stats handlers).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(c *config) { c.dialOptions = append(c.dialOptions, opts...) }
+}
+
+// WithoutVersionCheck makes Dial return without calling Version. By default
+// Dial checks that the runtime answers CRI v1 before returning.
+func WithoutVersionCheck() Option {
+	return func(c *config) { c.skipVersionDial = true }
+}
