@@ -38,8 +38,8 @@ type Client struct {
 	logger   *zap.Logger
 	clock    clock.Clock
 
-	sandboxes  *snapshot[*runtimeapi.PodSandbox]  // nil when snapshots are off
-	containers *snapshot[*runtimeapi.Container] // nil when snapshots are off
+	sandboxes  *snapshot[*runtimeapi.PodSandbox] // nil when snapshots are off
+	containers *snapshot[*runtimeapi.Container]  // nil when snapshots are off
 
 	// life is cancelled by Close; background refreshes run under it.
 	life       context.Context
