@@ -1,0 +1,186 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/syncpod/syncpod/locks"
+)
+
+// TestKeyedMutexMutualExclusion: many goroutines per key increment a
+// non-atomic counter under the key's lock; the race detector and the final
+// counts catch any overlap.
+func TestKeyedMutexMutualExclusion(t *testing.T) {
+	const keys, workers, iters = 16, 8, 200
+	km := locks.NewKeyedMutex[string]()
+	counts := make([]int, keys)
+	inside := make([]int, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		key := fmt.Sprint("pod-", k)
+		for range workers {
+			wg.Go(func() {
+				for range iters {
+					if err := km.Lock(context.Background(), key); err != nil {
+						t.Error(err)
+						return
+					}
+					inside[k]++
+					if inside[k] != 1 {
+						t.Errorf("key %s: %d holders", key, inside[k])
+					}
+					counts[k]++
+					inside[k]--
+					if err := km.Unlock(key); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for k, n := range counts {
+		if n != workers*iters {
+			t.Fatalf("key %d: count %d, want %d", k, n, workers*iters)
+		}
+	}
+	if n := km.Len(); n != 0 {
+		t.Fatalf("Len after all unlocked = %d, want 0", n)
+	}
+}
+
+// TestKeyedMutexNoEntryLeak: 1e5 distinct keys locked and unlocked leave the
+// internal map empty, including keys whose Lock was abandoned or whose
+// TryLock failed.
+func TestKeyedMutexNoEntryLeak(t *testing.T) {
+	km := locks.NewKeyedMutex[int]()
+	for k := range 100_000 {
+		if err := km.Lock(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		if km.TryLock(k) {
+			t.Fatalf("TryLock of held key %d succeeded", k)
+		}
+		if err := km.Unlock(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := km.Len(); n != 0 {
+		t.Fatalf("Len after 1e5 keys = %d, want 0", n)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		for k := range 1000 {
+			if err := km.Lock(context.Background(), k); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = km.Lock(ctx, k) }() // abandoned below
+		}
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		for k := range 1000 {
+			if err := km.Unlock(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if n := km.Len(); n != 0 {
+		t.Fatalf("Len after abandoned Locks = %d, want 0", n)
+	}
+}
+
+func TestKeyedMutexLockContext(t *testing.T) {
+	km := locks.NewKeyedMutex[string]()
+	if err := km.Lock(nil, "a"); !errors.Is(err, locks.ErrNilContext) { //nolint:staticcheck // nil ctx is the input under test
+		t.Fatalf("nil ctx: %v", err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := km.Lock(done, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("done ctx on a free key: %v, want context.Canceled", err)
+	}
+	if km.Len() != 0 {
+		t.Fatal("failed Lock left an entry")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		if err := km.Lock(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- km.Lock(ctx, "a") }()
+		synctest.Wait()
+		select {
+		case err := <-errc:
+			t.Fatalf("Lock of held key returned %v", err)
+		default:
+		}
+		// A different key is not blocked.
+		if !km.TryLock("b") {
+			t.Fatal("TryLock(b) failed while only a is held")
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		// The abandoned Lock does not hold a: the owner unlocks, a waiter
+		// gets it.
+		go func() { errc <- km.Lock(context.Background(), "a") }()
+		synctest.Wait()
+		if err := km.Unlock("a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b"} {
+			if err := km.Unlock(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestKeyedMutexUnlockNotLocked(t *testing.T) {
+	km := locks.NewKeyedMutex[string]()
+	if err := km.Unlock("never"); !errors.Is(err, locks.ErrNotLocked) {
+		t.Fatalf("err = %v, want ErrNotLocked", err)
+	}
+	if !km.TryLock("k") {
+		t.Fatal("TryLock on free key failed")
+	}
+	if err := km.Unlock("k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := km.Unlock("k"); !errors.Is(err, locks.ErrNotLocked) {
+		t.Fatalf("double Unlock: err = %v, want ErrNotLocked", err)
+	}
+	if km.Len() != 0 {
+		t.Fatalf("Len = %d, want 0", km.Len())
+	}
+}
+
+// TestKeyedMutexExactKeys: keys that a hashed mutex could map to one stripe
+// never block each other.
+func TestKeyedMutexExactKeys(t *testing.T) {
+	km := locks.NewKeyedMutex[int]()
+	for k := range 10_000 {
+		if !km.TryLock(k) {
+			t.Fatalf("TryLock(%d) failed with only other keys held", k)
+		}
+	}
+	if n := km.Len(); n != 10_000 {
+		t.Fatalf("Len = %d, want 10000", n)
+	}
+	for k := range 10_000 {
+		if err := km.Unlock(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
