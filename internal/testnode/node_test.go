@@ -1,0 +1,244 @@
+package testnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runPod pulls image, starts a sandbox and one container running args,
+// returning the sandbox and container IDs.
+func runPod(t *testing.T, n *Node, name, image string, args ...string) (string, string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
+	ctx := ctxT(t)
+	rs, is := n.RuntimeService(), n.ImageService()
+	if _, err := is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatalf("PullImage %s: %v", image, err)
+	}
+	sbCfg := n.SandboxConfig(name, "uid-"+name)
+	sb, err := rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	c, err := rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  sb.PodSandboxId,
+		Config:        n.ContainerConfig("main", image, args...),
+		SandboxConfig: sbCfg,
+	})
+	if err != nil {
+		t.Fatalf("CreateContainer: %v", err)
+	}
+	if _, err := rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+	return sb.PodSandboxId, c.ContainerId, sbCfg
+}
+
+func waitExited(t *testing.T, n *Node, id string) *runtimeapi.ContainerStatus {
+	t.Helper()
+	ctx := ctxT(t)
+	for {
+		st, err := n.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		if err != nil {
+			t.Fatalf("ContainerStatus: %v", err)
+		}
+		if st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return st.GetStatus()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("container %s did not exit: %v", id, st.GetStatus())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func TestRealNodeRunContainer(t *testing.T) {
+	n := Start(t)
+	img := n.PushImage(t, "syncpod/workload")
+	_, cid, sbCfg := runPod(t, n, "run", img, "echo", "hello from workload", "sleep", "100ms", "exit", "3")
+	st := waitExited(t, n, cid)
+	if st.GetExitCode() != 3 {
+		t.Errorf("exit code = %d, want 3 (status %v)", st.GetExitCode(), st)
+	}
+	logb, err := os.ReadFile(ContainerLogPath(sbCfg, "main"))
+	if err != nil {
+		t.Fatalf("container log: %v", err)
+	}
+	if !strings.Contains(string(logb), "stdout F hello from workload") {
+		t.Errorf("container log %q lacks the echoed line", logb)
+	}
+}
+
+func TestRealNodeRegistryCounts(t *testing.T) {
+	n := Start(t)
+	const size = 3 << 20
+	img := n.PushImage(t, "syncpod/big", WithSize(size), WithLayers(3), WithTag("v1"))
+	layers := n.ImageLayers(img)
+	if len(layers) != 3 {
+		t.Fatalf("ImageLayers(%s) = %v, want 3 layers", img, layers)
+	}
+	for d, c := range n.BlobFetches() {
+		t.Errorf("blob %s fetched %d times before any pull", d, c)
+	}
+	ctx := ctxT(t)
+	is := n.ImageService()
+	for range 2 {
+		if _, err := is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+			t.Fatalf("PullImage: %v", err)
+		}
+	}
+	fetches := n.BlobFetches()
+	for _, l := range layers {
+		if fetches[l] != 1 {
+			t.Errorf("layer %s fetched %d times over two pulls, want 1 (all fetches: %v)", l, fetches[l], fetches)
+		}
+	}
+	st, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: img}})
+	if err != nil {
+		t.Fatalf("ImageStatus: %v", err)
+	}
+	if got := st.GetImage().GetSize(); got < size {
+		t.Errorf("image size = %d, want at least %d", got, size)
+	}
+	if m := n.ManifestFetches(); len(m) == 0 {
+		t.Errorf("no manifest fetches recorded; requests: %v", n.Requests())
+	}
+	n.ResetRegistryCounts()
+	if r := n.Requests(); len(r) != 0 {
+		t.Errorf("Requests after reset = %v", r)
+	}
+}
+
+func TestRealNodeKillAndRestart(t *testing.T) {
+	n := Start(t)
+	img := n.PushImage(t, "syncpod/workload")
+	sbID, cid, _ := runPod(t, n, "survivor", img, "pause")
+	oldPID := n.ContainerdPID()
+	shims := shimPIDs(n.socket)
+	if len(shims) == 0 {
+		t.Fatalf("no shim found for %s", n.socket)
+	}
+
+	n.KillContainerd(t)
+	if n.ContainerdPID() != 0 {
+		t.Errorf("ContainerdPID after kill = %d, want 0", n.ContainerdPID())
+	}
+	if err := syscall.Kill(oldPID, 0); err == nil && !isZombie(oldPID) {
+		t.Errorf("containerd %d still running after KillContainerd", oldPID)
+	}
+	if got := shimPIDs(n.socket); fmt.Sprint(got) != fmt.Sprint(shims) {
+		t.Errorf("shims after kill = %v, want %v still running", got, shims)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_, err := n.RuntimeService().Version(ctx, &runtimeapi.VersionRequest{})
+	cancel()
+	if err == nil {
+		t.Errorf("Version answered while containerd was killed")
+	}
+
+	n.RestartContainerd(t)
+	if pid := n.ContainerdPID(); pid == 0 || pid == oldPID {
+		t.Errorf("ContainerdPID after restart = %d (before: %d)", pid, oldPID)
+	}
+	c := ctxT(t)
+	st, err := n.RuntimeService().ContainerStatus(c, &runtimeapi.ContainerStatusRequest{ContainerId: cid})
+	if err != nil {
+		t.Fatalf("ContainerStatus after restart: %v", err)
+	}
+	if s := st.GetStatus().GetState(); s != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("container state after restart = %v, want RUNNING", s)
+	}
+	ps, err := n.RuntimeService().PodSandboxStatus(c, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sbID})
+	if err != nil {
+		t.Fatalf("PodSandboxStatus after restart: %v", err)
+	}
+	if s := ps.GetStatus().GetState(); s != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox state after restart = %v, want READY", s)
+	}
+}
+
+// leftovers describes what a torn-down node left on the machine.
+func leftovers(socket, dir string, pid int, registry string) []string {
+	var out []string
+	if pid != 0 {
+		if err := syscall.Kill(pid, 0); err == nil && !isZombie(pid) {
+			out = append(out, fmt.Sprintf("containerd %d running", pid))
+		}
+	}
+	if s := shimPIDs(socket); len(s) > 0 {
+		out = append(out, fmt.Sprintf("shims %v", s))
+	}
+	if m, _ := mountsUnder(dir); len(m) > 0 {
+		out = append(out, fmt.Sprintf("mounts %v", m))
+	}
+	if _, err := os.Stat(dir); err == nil {
+		out = append(out, "dir "+dir)
+	}
+	if c, err := net.DialTimeout("tcp", registry, time.Second); err == nil {
+		c.Close()
+		out = append(out, "registry "+registry+" listening")
+	}
+	return out
+}
+
+func TestRealNodeTeardownLeavesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(t *testing.T, n *Node)
+	}{
+		{"running", func(*testing.T, *Node) {}},
+		// containerd is down at cleanup: the pods must still go.
+		{"after-kill", func(t *testing.T, n *Node) { n.KillContainerd(t) }},
+		// The shims and containers outlive containerd's own state.
+		{"lost-state", func(t *testing.T, n *Node) {
+			n.KillContainerd(t)
+			os.Remove(n.cfgPath)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var socket, dir, registry string
+			var pid int
+			var shims []int
+			ok := t.Run("node", func(t *testing.T) {
+				n := Start(t)
+				img := n.PushImage(t, "syncpod/workload")
+				runPod(t, n, "a", img, "pause")
+				runPod(t, n, "b", img, "ignore-term", "pause")
+				socket, dir, registry, pid = n.socket, n.Dir, n.Registry, n.ContainerdPID()
+				shims = shimPIDs(socket)
+				if len(shims) == 0 {
+					t.Fatalf("no shims running")
+				}
+				if m, _ := mountsUnder(dir); len(m) == 0 {
+					t.Fatalf("no mounts under %s while pods run", dir)
+				}
+				tc.before(t, n)
+			})
+			if !ok || socket == "" {
+				t.Skip("node did not run")
+			}
+			if l := leftovers(socket, dir, pid, registry); len(l) > 0 {
+				t.Errorf("after teardown: %s", strings.Join(l, "; "))
+			}
+			for _, s := range shims {
+				if err := syscall.Kill(s, 0); err == nil && !isZombie(s) {
+					t.Errorf("shim %d still running", s)
+				}
+			}
+		})
+	}
+}
