@@ -1,0 +1,79 @@
+package crisim
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sentinel errors, for errors.Is on errors returned in-process (the
+// Runtime's methods and ExitContainer). Over gRPC only the status code
+// survives; each sentinel maps to the code named in its comment.
+var (
+	// ErrNotFound: an unknown sandbox, container or image (codes.NotFound).
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a sandbox or container name already reserved (codes.AlreadyExists).
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrInvalidArgument: a malformed request (codes.InvalidArgument).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrFailedPrecondition: the object is in the wrong state (codes.FailedPrecondition).
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrClosed: the runtime was closed (codes.Unavailable).
+	ErrClosed = errors.New("runtime closed")
+	// ErrInjected: a failure injected by SetErrorRate or CutEventStreamsAfter
+	// (code as configured; FailNext returns the caller's own error).
+	ErrInjected = errors.New("injected failure")
+)
+
+// Error is the error crisim returns: it carries a gRPC code (so
+// status.Code(err) and a gRPC client see it), the CRI method, and a sentinel
+// for errors.Is.
+type Error struct {
+	Code   codes.Code
+	Method string
+	Kind   error // one of the sentinel errors
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("crisim %s: %s: %s", e.Method, e.Kind, e.Msg)
+}
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// GRPCStatus makes status.FromError and the gRPC server keep Code.
+func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Error()) }
+
+func newError(method string, kind error, code codes.Code, format string, args ...any) *Error {
+	return &Error{Code: code, Method: method, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+func errNotFound(method, format string, args ...any) error {
+	return newError(method, ErrNotFound, codes.NotFound, format, args...)
+}
+
+func errInvalid(method, format string, args ...any) error {
+	return newError(method, ErrInvalidArgument, codes.InvalidArgument, format, args...)
+}
+
+func errExists(method, format string, args ...any) error {
+	return newError(method, ErrAlreadyExists, codes.AlreadyExists, format, args...)
+}
+
+func errPrecondition(method, format string, args ...any) error {
+	return newError(method, ErrFailedPrecondition, codes.FailedPrecondition, format, args...)
+}
+
+func errClosed(method string) error {
+	return newError(method, ErrClosed, codes.Unavailable, "the runtime is closed")
+}
+
+// contextError converts a context error into the gRPC status a server
+// returns for it (Canceled or DeadlineExceeded), keeping the cause.
+func contextError(method string, err error) error {
+	st := status.FromContextError(err)
+	return &Error{Code: st.Code(), Method: method, Kind: err, Msg: "call abandoned"}
+}

@@ -1,0 +1,154 @@
+package crisim
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+type rateFault struct {
+	rate float64
+	code codes.Code
+}
+
+// faultState is guarded by Runtime.faultMu.
+type faultState struct {
+	failNext     map[string][]error
+	errorRate    map[string]rateFault
+	hangNext     map[string]int
+	stallUntil   time.Time
+	stallChanged chan struct{} // closed and replaced by every Stall
+}
+
+func (f *faultState) init() {
+	f.failNext = map[string][]error{}
+	f.errorRate = map[string]rateFault{}
+	f.hangNext = map[string]int{}
+	f.stallChanged = make(chan struct{})
+}
+
+// FailNext makes the next n calls of method fail with err, in addition to
+// any already queued. err is returned as is, so a status error
+// (status.Error(codes.Unavailable, ...)) keeps its code over gRPC; a nil err
+// means codes.Unavailable. n <= 0 clears the queue for method.
+func (r *Runtime) FailNext(method string, n int, err error) {
+	if err == nil {
+		err = newError(method, ErrInjected, codes.Unavailable, "FailNext")
+	}
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if n <= 0 {
+		delete(r.faults.failNext, method)
+		return
+	}
+	for range n {
+		r.faults.failNext[method] = append(r.faults.failNext[method], err)
+	}
+}
+
+// SetErrorRate makes each call of method fail with code with probability
+// rate (0..1), drawn from the seeded source. rate <= 0 turns it off.
+func (r *Runtime) SetErrorRate(method string, rate float64, code codes.Code) {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if rate <= 0 {
+		delete(r.faults.errorRate, method)
+		return
+	}
+	r.faults.errorRate[method] = rateFault{rate: min(rate, 1), code: code}
+}
+
+// HangNext makes the next n calls of method block until their context ends
+// (or the runtime closes); they then fail with codes.Canceled or
+// codes.DeadlineExceeded, as a real hung runtime looks to a client with a
+// timeout. n <= 0 clears it.
+func (r *Runtime) HangNext(method string, n int) {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if n <= 0 {
+		delete(r.faults.hangNext, method)
+		return
+	}
+	r.faults.hangNext[method] += n
+}
+
+// Stall freezes the runtime for d from now on the runtime clock: every call
+// that arrives before the window ends (and every call already waiting in it)
+// blocks until the window ends or its context ends, then proceeds normally.
+// A later Stall replaces the window; Stall(0) ends it at once.
+func (r *Runtime) Stall(d time.Duration) {
+	until := r.clock.Now().Add(d)
+	r.faultMu.Lock()
+	r.faults.stallUntil = until
+	close(r.faults.stallChanged)
+	r.faults.stallChanged = make(chan struct{})
+	r.faultMu.Unlock()
+}
+
+func (r *Runtime) waitStall(ctx context.Context, method string) error {
+	for {
+		r.faultMu.Lock()
+		until, changed := r.faults.stallUntil, r.faults.stallChanged
+		r.faultMu.Unlock()
+		if until.IsZero() {
+			return nil
+		}
+		now := r.clock.Now()
+		if !now.Before(until) {
+			return nil
+		}
+		t := r.clock.NewTimer(until.Sub(now))
+		select {
+		case <-t.C():
+		case <-changed:
+		case <-ctx.Done():
+			t.Stop()
+			return contextError(method, ctx.Err())
+		case <-r.done:
+			t.Stop()
+			return errClosed(method)
+		}
+		t.Stop()
+	}
+}
+
+// injected applies HangNext, FailNext and SetErrorRate to one call.
+func (r *Runtime) injected(ctx context.Context, method string) error {
+	r.faultMu.Lock()
+	hang := r.faults.hangNext[method] > 0
+	if hang {
+		r.faults.hangNext[method]--
+		if r.faults.hangNext[method] == 0 {
+			delete(r.faults.hangNext, method)
+		}
+	}
+	var failErr error
+	if !hang {
+		if q := r.faults.failNext[method]; len(q) > 0 {
+			failErr = q[0]
+			if len(q) == 1 {
+				delete(r.faults.failNext, method)
+			} else {
+				r.faults.failNext[method] = q[1:]
+			}
+		}
+	}
+	rate, hasRate := r.faults.errorRate[method]
+	r.faultMu.Unlock()
+
+	switch {
+	case hang:
+		select {
+		case <-ctx.Done():
+			return contextError(method, ctx.Err())
+		case <-r.done:
+			return errClosed(method)
+		}
+	case failErr != nil:
+		return failErr
+	case hasRate && r.random() < rate.rate:
+		return newError(method, ErrInjected, rate.code, "SetErrorRate %.3g", rate.rate)
+	}
+	return nil
+}
