@@ -128,8 +128,14 @@ func TestInvalidInput(t *testing.T) {
 	_, err = n.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("c", busybox, nil)})
 	wantCode(t, err, codes.AlreadyExists)
 	for _, err := range []error{
-		func() error { _, err := n.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: "nope"}); return err }(),
-		func() error { _, err := n.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: "nope"}); return err }(),
+		func() error {
+			_, err := n.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: "nope"})
+			return err
+		}(),
+		func() error {
+			_, err := n.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: "nope"})
+			return err
+		}(),
 		func() error {
 			_, err := n.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "nope"})
 			return err

@@ -15,19 +15,19 @@ type Option func(*config)
 const DefaultEventBuffer = 100
 
 type config struct {
-	seed            int64
-	clock           clock.WithDelayedExecution
-	latencies       map[string]Latency
-	maxConcurrency  int
-	storeLock       bool
-	images          map[string]int64
-	registry        map[string]int64
-	bandwidth       int64
-	maxDownloads    int
-	eventBuffer     int
-	stopExitCode    int32
-	runtimeName     string
-	runtimeVersion  string
+	seed           int64
+	clock          clock.WithDelayedExecution
+	latencies      map[string]Latency
+	maxConcurrency int
+	storeLock      bool
+	images         map[string]int64
+	registry       map[string]int64
+	bandwidth      int64
+	maxDownloads   int
+	eventBuffer    int
+	stopExitCode   int32
+	runtimeName    string
+	runtimeVersion string
 }
 
 func defaultConfig() *config {
@@ -160,23 +160,23 @@ func WithVersion(name, version string) Option {
 func RealisticLatencies() map[string]Latency {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	return map[string]Latency{
-		"Version":            LogNormal(ms(0.2), ms(1)),
-		"Status":             LogNormal(ms(0.3), ms(2)),
-		"RunPodSandbox":      LogNormal(ms(120), ms(400)),
-		"StopPodSandbox":     LogNormal(ms(40), ms(150)),
-		"RemovePodSandbox":   LogNormal(ms(20), ms(80)),
-		"PodSandboxStatus":   LogNormal(ms(1), ms(5)),
-		"ListPodSandbox":     LogNormal(ms(2), ms(10)),
-		"CreateContainer":    LogNormal(ms(30), ms(120)),
-		"StartContainer":     LogNormal(ms(60), ms(250)),
-		"StopContainer":      LogNormal(ms(25), ms(100)),
-		"RemoveContainer":    LogNormal(ms(15), ms(60)),
-		"ListContainers":     LogNormal(ms(2), ms(10)),
-		"ContainerStatus":    LogNormal(ms(1), ms(5)),
-		"ListImages":         LogNormal(ms(2), ms(10)),
-		"ImageStatus":        LogNormal(ms(1), ms(5)),
-		"PullImage":          LogNormal(ms(20), ms(80)),
-		"RemoveImage":        LogNormal(ms(10), ms(40)),
-		"ImageFsInfo":        LogNormal(ms(1), ms(5)),
+		"Version":          LogNormal(ms(0.2), ms(1)),
+		"Status":           LogNormal(ms(0.3), ms(2)),
+		"RunPodSandbox":    LogNormal(ms(120), ms(400)),
+		"StopPodSandbox":   LogNormal(ms(40), ms(150)),
+		"RemovePodSandbox": LogNormal(ms(20), ms(80)),
+		"PodSandboxStatus": LogNormal(ms(1), ms(5)),
+		"ListPodSandbox":   LogNormal(ms(2), ms(10)),
+		"CreateContainer":  LogNormal(ms(30), ms(120)),
+		"StartContainer":   LogNormal(ms(60), ms(250)),
+		"StopContainer":    LogNormal(ms(25), ms(100)),
+		"RemoveContainer":  LogNormal(ms(15), ms(60)),
+		"ListContainers":   LogNormal(ms(2), ms(10)),
+		"ContainerStatus":  LogNormal(ms(1), ms(5)),
+		"ListImages":       LogNormal(ms(2), ms(10)),
+		"ImageStatus":      LogNormal(ms(1), ms(5)),
+		"PullImage":        LogNormal(ms(20), ms(80)),
+		"RemoveImage":      LogNormal(ms(10), ms(40)),
+		"ImageFsInfo":      LogNormal(ms(1), ms(5)),
 	}
 }
