@@ -16,7 +16,8 @@
 //		cfg := n.ContainerConfig("app", img, "echo", "hi", "sleep", "1s", "exit", "3")
 //		id, _ := c.CreateContainer(ctx, podID, cfg, sb)
 //		_ = c.StartContainer(ctx, id)
-//		// ... the container prints hi, exits 3 after a second.
+//		st := n.WaitContainerExited(t, id, time.Minute) // st.ExitCode == 3
+//		// testnode.ContainerLogPath(sb, "app") holds "... stdout F hi".
 //		// n.BlobFetches() shows which layers containerd fetched, how often.
 //	}
 //
@@ -26,7 +27,10 @@
 // killed by PID together with its containers, mounts under the node's
 // directory are detached, the directory is deleted and the registry
 // stopped. Nothing is shared between nodes, so parallel tests and test
-// binaries (go test runs packages in parallel) each get their own.
+// binaries (go test runs packages in parallel) each get their own. If a test
+// binary dies before its cleanups run (a -timeout panic, SIGKILL), the
+// first Start of a later run removes what it left: node directories record
+// their owner's PID and containerd's, and only what they name is touched.
 //
 // # Gating
 //

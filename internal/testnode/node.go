@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,6 +116,7 @@ func Start(t testing.TB, opts ...Option) *Node {
 		unavailable(t, m, err)
 		return nil
 	}
+	reapStaleNodes(t, bins.runc)
 	n, err := start(t, bins, o)
 	if err != nil {
 		if errors.Is(err, errUnavailable) {
@@ -130,7 +132,7 @@ func Start(t testing.TB, opts ...Option) *Node {
 // cleanup it registers first.
 func start(t testing.TB, bins binaries, o options) (*Node, error) {
 	began := time.Now()
-	dir, err := os.MkdirTemp(shortTempDir(), "spnode-")
+	dir, err := os.MkdirTemp(shortTempDir(), nodeDirPattern)
 	if err != nil {
 		return nil, fmt.Errorf("node dir: %w", err)
 	}
@@ -293,6 +295,7 @@ func (n *Node) startContainerd() error {
 		return fmt.Errorf("%w: start containerd: %v", errUnavailable, err)
 	}
 	p := &containerdProcess{cmd: cmd, done: make(chan struct{})}
+	_ = os.WriteFile(n.path(pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

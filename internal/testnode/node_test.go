@@ -2,9 +2,12 @@ package testnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,30 +50,11 @@ func runPod(t *testing.T, n *Node, name, image string, args ...string) (string, 
 	return sb.PodSandboxId, c.ContainerId, sbCfg
 }
 
-func waitExited(t *testing.T, n *Node, id string) *runtimeapi.ContainerStatus {
-	t.Helper()
-	ctx := ctxT(t)
-	for {
-		st, err := n.RuntimeService().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-		if err != nil {
-			t.Fatalf("ContainerStatus: %v", err)
-		}
-		if st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			return st.GetStatus()
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("container %s did not exit: %v", id, st.GetStatus())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 func TestRealNodeRunContainer(t *testing.T) {
 	n := Start(t)
 	img := n.PushImage(t, "syncpod/workload")
 	_, cid, sbCfg := runPod(t, n, "run", img, "echo", "hello from workload", "sleep", "100ms", "exit", "3")
-	st := waitExited(t, n, cid)
+	st := n.WaitContainerExited(t, cid, time.Minute)
 	if st.GetExitCode() != 3 {
 		t.Errorf("exit code = %d, want 3 (status %v)", st.GetExitCode(), st)
 	}
@@ -212,7 +196,7 @@ func TestRealNodeTeardownLeavesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var socket, dir, registry string
 			var pid int
-			var shims []int
+			var shims, procs []int
 			ok := t.Run("node", func(t *testing.T) {
 				n := Start(t)
 				img := n.PushImage(t, "syncpod/workload")
@@ -220,6 +204,7 @@ func TestRealNodeTeardownLeavesNothing(t *testing.T) {
 				runPod(t, n, "b", img, "ignore-term", "pause")
 				socket, dir, registry, pid = n.socket, n.Dir, n.Registry, n.ContainerdPID()
 				shims = shimPIDs(socket)
+				procs = containerPIDs(t, n)
 				if len(shims) == 0 {
 					t.Fatalf("no shims running")
 				}
@@ -235,9 +220,117 @@ func TestRealNodeTeardownLeavesNothing(t *testing.T) {
 				t.Errorf("after teardown: %s", strings.Join(l, "; "))
 			}
 			for _, s := range shims {
-				if err := syscall.Kill(s, 0); err == nil && !isZombie(s) {
+				if processAlive(s) {
 					t.Errorf("shim %d still running", s)
 				}
+			}
+			if len(procs) != 4 { // two pods, each with a pause and a workload
+				t.Errorf("container processes seen = %v, want 4", procs)
+			}
+			for _, p := range procs {
+				if processAlive(p) {
+					t.Errorf("container process %d still running", p)
+				}
+			}
+		})
+	}
+}
+
+// containerPIDs reads the init PIDs of the node's containers from runc's
+// state files.
+func containerPIDs(t *testing.T, n *Node) []int {
+	t.Helper()
+	files, err := filepath.Glob(n.path("runc", "k8s.io", "*", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			InitProcessPid int `json:"init_process_pid"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		pids = append(pids, st.InitProcessPid)
+	}
+	return pids
+}
+
+// TestRealNodeReapsAfterDeadTestProcess starts a node in a child test
+// process that exits without its cleanups, as on a -timeout panic, and
+// checks that the next Start removes what it left.
+func TestRealNodeReapsAfterDeadTestProcess(t *testing.T) {
+	if os.Getenv("TESTNODE_DIE_WITH_NODE") == "1" {
+		return // the child's work is in TestHelperDieWithNode
+	}
+	n := Start(t) // gates like any real-node test, and provides runc
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDieWithNode$", "-test.v")
+	cmd.Env = append(os.Environ(), "TESTNODE_DIE_WITH_NODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var dir string
+	var pid int
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, rest, ok := strings.Cut(line, "NODE "); ok {
+			fmt.Sscanf(rest, "%s %d", &dir, &pid)
+		}
+	}
+	if dir == "" || pid == 0 {
+		t.Fatalf("child printed no node:\n%s", out)
+	}
+	socket := filepath.Join(dir, "containerd.sock")
+	if !processAlive(pid) || len(shimPIDs(socket)) == 0 {
+		t.Fatalf("child left no containerd (%d) or shims to reap", pid)
+	}
+	if !ownerGone(dir) {
+		t.Fatalf("owner of %s not seen as gone", dir)
+	}
+	// Only this directory: other test binaries may be running the same
+	// test right now.
+	t.Logf("reaped: %s", reapNodeDir(dir, n.bins.runc))
+	if l := leftovers(socket, dir, pid, "127.0.0.1:1"); len(l) > 0 {
+		t.Errorf("after reaping: %s", strings.Join(l, "; "))
+	}
+}
+
+// TestHelperDieWithNode runs only in the child of
+// TestRealNodeReapsAfterDeadTestProcess.
+func TestHelperDieWithNode(t *testing.T) {
+	if os.Getenv("TESTNODE_DIE_WITH_NODE") != "1" {
+		t.Skip("helper for TestRealNodeReapsAfterDeadTestProcess")
+	}
+	n := Start(t)
+	img := n.PushImage(t, "syncpod/workload")
+	runPod(t, n, "orphan", img, "pause")
+	fmt.Printf("NODE %s %d\n", n.Dir, n.ContainerdPID())
+	os.Exit(0) // no cleanups, like a test binary killed by -timeout
+}
+
+// TestRealNodeParallelNodes runs nodes side by side in one test binary, as
+// parallel tests do; each must see only its own pods.
+func TestRealNodeParallelNodes(t *testing.T) {
+	for i := range 3 {
+		t.Run(fmt.Sprint("node", i), func(t *testing.T) {
+			t.Parallel()
+			n := Start(t)
+			img := n.PushImage(t, "syncpod/workload", WithTag(fmt.Sprint("v", i)))
+			_, cid, _ := runPod(t, n, "p", img, "exit", fmt.Sprint(10+i))
+			if st := n.WaitContainerExited(t, cid, time.Minute); st.GetExitCode() != int32(10+i) {
+				t.Errorf("exit code = %d, want %d", st.GetExitCode(), 10+i)
+			}
+			pods, err := n.RuntimeService().ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.GetItems()) != 1 {
+				t.Errorf("node sees %d pods, want its own 1", len(pods.GetItems()))
 			}
 		})
 	}
