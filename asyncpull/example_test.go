@@ -1,0 +1,78 @@
+package asyncpull_test
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/syncpod/syncpod/asyncpull"
+)
+
+// A pod worker asks for its image, returns at once, and is woken when the pull is done.
+func Example() {
+	runtime := critest.NewFakeImageService() // any ImageManagerService: criclient.Client, ...
+	woken := make(chan types.UID, 1)
+	s := asyncpull.New(runtime, asyncpull.WithNotify(func(uid types.UID) { woken <- uid }))
+	defer s.Close()
+
+	req := asyncpull.Request{Image: "nginx", PodUID: "pod-1"}
+	fmt.Println(s.Ensure(context.Background(), req).State) // never blocks
+
+	uid := <-woken // the pod worker's queue would re-sync this pod
+	res := s.Ensure(context.Background(), req)
+	fmt.Println(uid, res.State, res.Image)
+	// Output:
+	// Queued
+	// pod-1 Present docker.io/library/nginx:latest
+}
+
+// Requests for one image share one PullImage, whatever the spelling of the reference.
+func ExampleScheduler_Wait() {
+	runtime := critest.NewFakeImageService()
+	s := asyncpull.New(runtime)
+	defer s.Close()
+
+	ctx := context.Background()
+	s.Ensure(ctx, asyncpull.Request{Image: "docker.io/library/redis:latest", PodUID: "a"})
+	res, err := s.Wait(ctx, asyncpull.Request{Image: "redis", PodUID: "b"})
+	fmt.Println(res.State, err)
+
+	pulls := 0
+	for _, c := range runtime.Called {
+		if c == "PullImage" {
+			pulls++
+		}
+	}
+	fmt.Println("PullImage calls:", pulls)
+	// Output:
+	// Present <nil>
+	// PullImage calls: 1
+}
+
+// Invalid references fail at once with the kubelet's reason and a typed error.
+func ExampleScheduler_Ensure_invalidImageName() {
+	s := asyncpull.New(critest.NewFakeImageService())
+	defer s.Close()
+
+	res := s.Ensure(context.Background(), asyncpull.Request{Image: "Not A Reference", PodUID: "p"})
+	fmt.Println(res.State, res.Reason)
+	// Output:
+	// Failed InvalidImageName
+}
+
+// Subscribe gives a pod worker a capacity-one wake-up channel.
+func ExampleScheduler_Subscribe() {
+	s := asyncpull.New(critest.NewFakeImageService())
+	defer s.Close()
+
+	sub := s.Subscribe("pod-1")
+	defer sub.Close()
+	req := asyncpull.Request{Image: "busybox:1.36", PodUID: "pod-1"}
+	s.Ensure(context.Background(), req)
+	<-sub.C
+	fmt.Println(s.Ensure(context.Background(), req).State)
+	// Output:
+	// Present
+}

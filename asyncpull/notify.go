@@ -1,0 +1,108 @@
+package asyncpull
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Subscription wakes one pod's worker when a result for the pod is ready. C has capacity one
+// and is written without blocking: a pending signal stands for any number of completions
+// ("pod is dirty"), so a slow reader never blocks the scheduler and never misses a wake-up —
+// after each receive, call Ensure for the pod's images to collect the results.
+type Subscription struct {
+	// C receives a value when at least one result for the pod is ready.
+	C <-chan struct{}
+
+	s    *Scheduler
+	pod  types.UID
+	ch   chan struct{}
+	once sync.Once
+}
+
+// Subscribe returns a subscription for podUID. If results for the pod are already waiting to
+// be collected, C is signalled at once. Close it when the pod is gone.
+func (s *Scheduler) Subscribe(podUID types.UID) *Subscription {
+	ch := make(chan struct{}, 1)
+	sub := &Subscription{C: ch, s: s, pod: podUID, ch: ch}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return sub
+	}
+	m := s.subs[podUID]
+	if m == nil {
+		m = map[*Subscription]struct{}{}
+		s.subs[podUID] = m
+	}
+	m[sub] = struct{}{}
+	if len(s.pending[podUID]) > 0 {
+		ch <- struct{}{}
+	}
+	return sub
+}
+
+// Close unregisters the subscription. It is idempotent; C is not closed.
+func (sub *Subscription) Close() {
+	sub.once.Do(func() {
+		sub.s.mu.Lock()
+		defer sub.s.mu.Unlock()
+		if m := sub.s.subs[sub.pod]; m != nil {
+			delete(m, sub)
+			if len(m) == 0 {
+				delete(sub.s.subs, sub.pod)
+			}
+		}
+	})
+}
+
+// markDirtyLocked wakes the pod's subscribers and queues it for the WithNotify callback.
+// Neither can block: channel sends are non-blocking on capacity-one channels, and the callback
+// set holds each pod at most once.
+func (s *Scheduler) markDirtyLocked(pod types.UID) {
+	for sub := range s.subs[pod] {
+		select {
+		case sub.ch <- struct{}{}:
+		default: // already signalled: the reader will collect this result too
+		}
+	}
+	if s.cfg.notify == nil || s.closed {
+		return
+	}
+	if _, ok := s.dirtySet[pod]; ok {
+		return
+	}
+	s.dirtySet[pod] = struct{}{}
+	s.dirty = append(s.dirty, pod)
+	select {
+	case s.notifyKick <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop calls the WithNotify callback for dirty pods, oldest first, outside the lock. A
+// pod is removed from the set before its callback, so a completion during the callback marks
+// it again and yields another call: wake-ups coalesce but are never lost.
+func (s *Scheduler) notifyLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.notifyKick:
+		}
+		for {
+			s.mu.Lock()
+			if s.closed || len(s.dirty) == 0 {
+				s.dirty = s.dirty[:0:0]
+				s.mu.Unlock()
+				break
+			}
+			pod := s.dirty[0]
+			s.dirty = s.dirty[1:]
+			delete(s.dirtySet, pod)
+			s.mu.Unlock()
+			s.cfg.notify(pod)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package asyncpull
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Defaults. QPS and burst are the kubelet's registryPullQPS/registryBurst; back-off is the
+// kubelet's image pull back-off.
+const (
+	DefaultMaxParallel    = 3
+	DefaultQPS            = 5.0
+	DefaultBurst          = 10
+	DefaultBackOffInitial = 10 * time.Second
+	DefaultBackOffMax     = 300 * time.Second
+	DefaultPresentTTL     = 5 * time.Minute
+)
+
+// CredentialPolicy says whether credentials separate pulls.
+type CredentialPolicy int
+
+const (
+	// SeparateCredentials (default): requests with different credentials never share a pull,
+	// a back-off or a result, and an image this scheduler pulled with credentials A is pulled
+	// again (verifying the credentials, cheap: layers are cached) before it satisfies an
+	// IfNotPresent request with credentials B. Anonymous pulls satisfy everyone; images present
+	// before the scheduler pulled them (pre-loaded) satisfy everyone, like the kubelet.
+	SeparateCredentials CredentialPolicy = iota
+	// ShareCredentials: requests for one image share a pull whatever their credentials (the
+	// first requester's are used), as the kubelet did before KEP-2535.
+	ShareCredentials
+)
+
+type config struct {
+	clock         clock.Clock
+	logger        *zap.Logger
+	observer      func(Event)
+	notify        func(types.UID)
+	policy        QueuePolicy
+	credentials   CredentialPolicy
+	maxParallel   int
+	perRegistry   int
+	registryLimit map[string]int
+	qps           float64
+	burst         int
+	largeSize     int64
+	largeSlots    int
+	pullTimeout   time.Duration
+	backOffInit   time.Duration
+	backOffMax    time.Duration
+	presentTTL    time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		clock:       clock.RealClock{},
+		logger:      zap.NewNop(),
+		policy:      FIFOPolicy{},
+		maxParallel: DefaultMaxParallel,
+		qps:         DefaultQPS,
+		burst:       DefaultBurst,
+		backOffInit: DefaultBackOffInitial,
+		backOffMax:  DefaultBackOffMax,
+		presentTTL:  DefaultPresentTTL,
+	}
+}
+
+// Option configures a Scheduler.
+type Option func(*config)
+
+// WithClock sets the clock used for QPS, back-off, aging, deadlines and timestamps.
+func WithClock(c clock.Clock) Option {
+	return func(o *config) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+// WithLogger sets the logger (default: no-op). Credentials are never logged; they appear as a
+// short keyed-hash fingerprint ("cred" field).
+func WithLogger(l *zap.Logger) Option {
+	return func(o *config) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithObserver sets a hook called with every Event. It is called outside the scheduler's lock
+// from the goroutine where the event happened (possibly Ensure's caller), so it must be fast
+// and must not block; feed metrics from it.
+func WithObserver(f func(Event)) Option { return func(o *config) { o.observer = f } }
+
+// WithNotify sets a callback that wakes a pod's worker when a result for that pod is ready
+// (the pod should call Ensure again). Calls come from one scheduler goroutine, in order, outside
+// locks. They are coalesced per pod ("pod is dirty" set): a slow callback delays later calls
+// but never blocks the scheduler and never loses a wake-up — a completion that happens while
+// the pod is already marked (or being called back) produces another call afterwards.
+func WithNotify(f func(podUID types.UID)) Option { return func(o *config) { o.notify = f } }
+
+// WithQueuePolicy sets the order of queued pulls (default FIFOPolicy).
+func WithQueuePolicy(p QueuePolicy) Option {
+	return func(o *config) {
+		if p != nil {
+			o.policy = p
+		}
+	}
+}
+
+// WithCredentialPolicy sets whether credentials separate pulls (default SeparateCredentials).
+func WithCredentialPolicy(p CredentialPolicy) Option { return func(o *config) { o.credentials = p } }
+
+// WithMaxParallel limits PullImage calls in flight node-wide (default DefaultMaxParallel).
+// 1 reproduces the kubelet's serial puller; n <= 0 means unlimited.
+func WithMaxParallel(n int) Option { return func(o *config) { o.maxParallel = n } }
+
+// WithMaxParallelPerRegistry limits PullImage calls in flight per registry domain
+// (default unlimited; n <= 0 means unlimited).
+func WithMaxParallelPerRegistry(n int) Option { return func(o *config) { o.perRegistry = n } }
+
+// WithRegistryLimit overrides the per-registry limit for one registry domain ("docker.io",
+// "ghcr.io", "127.0.0.1:5000"); n <= 0 means unlimited.
+func WithRegistryLimit(domain string, n int) Option {
+	return func(o *config) {
+		if o.registryLimit == nil {
+			o.registryLimit = map[string]int{}
+		}
+		o.registryLimit[domain] = n
+	}
+}
+
+// WithQPS sets the token bucket that paces PullImage calls (default 5/s, burst 10). A pull over
+// the rate waits in the queue; it is never rejected. qps <= 0 disables pacing; burst < 1 is 1.
+func WithQPS(qps float64, burst int) Option {
+	return func(o *config) {
+		o.qps = qps
+		o.burst = max(burst, 1)
+	}
+}
+
+// WithLargeImageLimit keeps huge images from holding every slot: pulls whose SizeHint is at
+// least threshold bytes may hold at most slots of the MaxParallel slots at a time; other pulls
+// overtake them. slots < 1 is 1.
+func WithLargeImageLimit(threshold int64, slots int) Option {
+	return func(o *config) {
+		o.largeSize = threshold
+		o.largeSlots = max(slots, 1)
+	}
+}
+
+// WithPullTimeout cancels a PullImage call that runs longer than d (scheduler clock); the
+// result is ErrTimeout and counts as a failure for back-off. 0 (default) means no deadline,
+// like the kubelet.
+func WithPullTimeout(d time.Duration) Option { return func(o *config) { o.pullTimeout = d } }
+
+// WithBackOff sets the pull back-off per (image, credentials): initial, doubling up to max
+// (default 10s to 300s). A success resets it; entries idle for 2*max are dropped.
+func WithBackOff(initial, maxDelay time.Duration) Option {
+	return func(o *config) {
+		if initial > 0 {
+			o.backOffInit = initial
+		}
+		if maxDelay >= o.backOffInit {
+			o.backOffMax = maxDelay
+		} else {
+			o.backOffMax = o.backOffInit
+		}
+	}
+}
+
+// WithPresentTTL sets how long a known-present image is trusted without asking the runtime
+// again (default 5m). 0 asks the runtime (ImageStatus, asynchronously) on every IfNotPresent
+// or Never request that has no fresher answer.
+func WithPresentTTL(d time.Duration) Option { return func(o *config) { o.presentTTL = max(d, 0) } }
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventDedupe: a request joined a pull already queued or running (Waiters is the new count).
+	EventDedupe EventKind = iota + 1
+	// EventQueued: a pull entered the queue.
+	EventQueued
+	// EventPullStarted: PullImage was called; QueueWait is the time since the first request.
+	EventPullStarted
+	// EventPullFinished: PullImage returned; Duration, Size (0 if unknown) and Err are set.
+	EventPullFinished
+	// EventBackOff: a failure put the image in back-off for BackOff.
+	EventBackOff
+	// EventCanceled: a queued or running pull was dropped because nobody waits for it.
+	EventCanceled
+	// EventPresent: the image was found present without pulling.
+	EventPresent
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case EventDedupe:
+		return "Dedupe"
+	case EventQueued:
+		return "Queued"
+	case EventPullStarted:
+		return "PullStarted"
+	case EventPullFinished:
+		return "PullFinished"
+	case EventBackOff:
+		return "BackOff"
+	case EventCanceled:
+		return "Canceled"
+	case EventPresent:
+		return "Present"
+	}
+	return "Unknown"
+}
+
+// Event is what the observer hook receives. It never carries credentials.
+type Event struct {
+	Kind      EventKind
+	Image     string
+	Registry  string
+	Waiters   int
+	QueueWait time.Duration
+	Duration  time.Duration
+	Size      uint64
+	BackOff   time.Duration
+	Err       error
+}
