@@ -1,0 +1,172 @@
+package concurrentstart
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalidPlan is matched (errors.Is) by every validation error returned by
+// Validate and New: *InvalidNodeError, *DuplicateNodeError,
+// *UnknownDependencyError, *InvalidDependencyError, *CycleError and
+// *InvalidOptionError.
+var ErrInvalidPlan = errors.New("concurrentstart: invalid plan")
+
+// InvalidNodeError reports a node that cannot be run: an empty name or a nil
+// Start function.
+type InvalidNodeError struct {
+	// Index is the node's position in the slice passed to New or Validate.
+	Index int
+	// Name is the node's name, possibly empty.
+	Name string
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *InvalidNodeError) Error() string {
+	return fmt.Sprintf("concurrentstart: node %d (%q): %s", e.Index, e.Name, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *InvalidNodeError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// DuplicateNodeError reports two nodes with the same name.
+type DuplicateNodeError struct {
+	// Name is the duplicated name.
+	Name string
+	// First and Second are the positions of the two nodes.
+	First, Second int
+}
+
+func (e *DuplicateNodeError) Error() string {
+	return fmt.Sprintf("concurrentstart: duplicate node %q (positions %d and %d)", e.Name, e.First, e.Second)
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *DuplicateNodeError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// UnknownDependencyError reports an edge to a node that is not in the plan.
+type UnknownDependencyError struct {
+	// Node is the node declaring the edge.
+	Node string
+	// Dependency is the missing node's name.
+	Dependency string
+}
+
+func (e *UnknownDependencyError) Error() string {
+	return fmt.Sprintf("concurrentstart: node %q depends on unknown node %q", e.Node, e.Dependency)
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *UnknownDependencyError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// InvalidDependencyError reports a malformed edge: an empty node name or an
+// unset or unknown Condition.
+type InvalidDependencyError struct {
+	// Node is the node declaring the edge.
+	Node string
+	// Dependency is the edge as declared.
+	Dependency Dependency
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *InvalidDependencyError) Error() string {
+	return fmt.Sprintf("concurrentstart: node %q: dependency %q: %s", e.Node, e.Dependency.String(), e.Reason)
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *InvalidDependencyError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// CycleError reports a dependency cycle. Path starts and ends with the same
+// node; each element depends on the next one.
+type CycleError struct {
+	// Path is the cycle, e.g. [a b c a] for a -> b -> c -> a.
+	Path []string
+}
+
+func (e *CycleError) Error() string {
+	quoted := make([]string, len(e.Path))
+	for i, n := range e.Path {
+		quoted[i] = strconv.Quote(n)
+	}
+	return "concurrentstart: dependency cycle: " + strings.Join(quoted, " -> ")
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *CycleError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// InvalidOptionError reports an option given an unusable value.
+type InvalidOptionError struct {
+	// Option is the option's constructor name, e.g. "WithMaxParallel".
+	Option string
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *InvalidOptionError) Error() string {
+	return fmt.Sprintf("concurrentstart: %s: %s", e.Option, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidPlan.
+func (e *InvalidOptionError) Is(target error) bool { return target == ErrInvalidPlan }
+
+// NodeError is a node's failure as wrapped in a *RunError.
+type NodeError struct {
+	// Node is the failed node's name.
+	Node string
+	// Outcome is Failed or Canceled.
+	Outcome Outcome
+	// Phase is the condition the node was working towards when Err was
+	// returned: Started for Start, Ready for Ready, Completed for Complete.
+	Phase Condition
+	// Err is the error the node's function returned (a *PanicError if it
+	// panicked).
+	Err error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("node %q %s before %s: %v", e.Node, strings.ToLower(e.Outcome.String()), e.Phase, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// PanicError is the error recorded for a node function that panicked. The
+// panic is recovered so that it fails one node instead of the process.
+type PanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("concurrentstart: node function panicked: %v", e.Value) }
+
+// RunError is returned by Plan.Run when not every node succeeded. It unwraps
+// to one *NodeError per failed or canceled-in-flight node, and to the run
+// context's cause when the run was canceled, so errors.Is(err,
+// context.Canceled) and errors.As(err, &nodeErr) work.
+type RunError struct {
+	// Failed, Skipped and Canceled list node names by outcome, in plan order.
+	Failed, Skipped, Canceled []string
+	errs                      []error
+}
+
+func (e *RunError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "concurrentstart: run: %d failed, %d skipped, %d canceled", len(e.Failed), len(e.Skipped), len(e.Canceled))
+	for i, err := range e.errs {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.errs)-i)
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the node errors and, if the run was canceled, the cause.
+func (e *RunError) Unwrap() []error { return e.errs }
