@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -23,6 +24,9 @@ type snapshot[T any] struct {
 	maxAge time.Duration
 	fetch  func(context.Context) ([]T, error)
 	group  singleflight.Group
+	// waiting counts callers waiting for a refresh (tests use it to know
+	// every caller has joined).
+	waiting atomic.Int64
 
 	mu          sync.Mutex
 	gen         uint64    // bumped by every mutation through the client
@@ -70,6 +74,8 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 	ch := s.group.DoChan(strconv.FormatUint(seq, 10), func() (any, error) {
 		return s.refresh(seq, gen)
 	})
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	select {
 	case r := <-ch:
 		if r.Err != nil {
