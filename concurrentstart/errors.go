@@ -142,7 +142,9 @@ type PanicError struct {
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("concurrentstart: node function panicked: %v", e.Value) }
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("concurrentstart: node function panicked: %v", e.Value)
+}
 
 // RunError is returned by Plan.Run when not every node succeeded. It unwraps
 // to one *NodeError per failed or canceled-in-flight node, and to the run

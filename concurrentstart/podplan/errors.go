@@ -56,7 +56,9 @@ func (e *UnknownContainerError) Error() string {
 }
 
 // Is reports whether target is concurrentstart.ErrInvalidPlan.
-func (e *UnknownContainerError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
+func (e *UnknownContainerError) Is(target error) bool {
+	return target == concurrentstart.ErrInvalidPlan
+}
 
 // OrderingError reports a start-order entry that is well-formed but not
 // allowed: ordering involving an init or sidecar container, whose order the
