@@ -31,8 +31,12 @@ if have_all; then
   exit 0
 fi
 
-# gcc is needed for the cgo builds of containerd and runc.
-command -v gcc >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc; }
+command -v go >/dev/null || { echo "install-realnode: the go command is not on PATH (Go 1.26 is needed)" >&2; exit 1; }
+# gcc and the C headers are needed for the cgo builds of containerd and runc
+# (hack/realnode-prereqs.sh installs every Debian package the tests need).
+if ! command -v gcc >/dev/null || [ ! -e /usr/include/stdio.h ]; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev
+fi
 
 export GOFLAGS=-buildvcs=false
 echo "installing containerd $CONTAINERD, runc $RUNC, cri-tools $CRITOOLS, CNI $CNI into $bin"

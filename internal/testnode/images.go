@@ -48,6 +48,31 @@ func goTool() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
+// The program layer is built once too: the same bytes in every image, as
+// a shared base layer would be.
+var (
+	programLayerOnce sync.Once
+	programLayerGz   []byte
+	programLayerErr  error
+)
+
+// programLayer returns the gzipped tar holding the workload program at
+// WorkloadPath.
+func programLayer() ([]byte, error) {
+	programLayerOnce.Do(func() {
+		prog, err := workloadProgram()
+		if err != nil {
+			programLayerErr = err
+			return
+		}
+		programLayerGz, err = tarGz(WorkloadPath, 0o755, prog, gzip.BestSpeed)
+		if err != nil {
+			programLayerErr = fmt.Errorf("program layer: %w", err)
+		}
+	})
+	return programLayerGz, programLayerErr
+}
+
 // workloadProgram returns the statically linked workload binary.
 func workloadProgram() ([]byte, error) {
 	workloadOnce.Do(func() {
@@ -65,6 +90,8 @@ func buildWorkload() ([]byte, error) {
 	out := filepath.Join(tmp, "workload")
 	cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags=-s -w", "-o", out, workloadPackage)
 	cmd.Dir = moduleDir()
+	// GOFLAGS is replaced: a -race from the test's environment cannot
+	// build without cgo.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOFLAGS=-buildvcs=false")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build workload: go build %s: %w: %s", workloadPackage, err, msg)
@@ -107,8 +134,9 @@ func WithSize(bytes int64) ImageOption { return func(s *imageSpec) { s.size = by
 
 // WithLayers gives the image n layers: the program layer and n-1 layers of
 // random data (the padding of WithSize split between them; 4 KiB each
-// without WithSize). Every image gets fresh random data, so no two images
-// share a padding layer.
+// without WithSize). The program layer is identical in every image, like a
+// shared base layer (containerd fetches it once per node); every image gets
+// fresh random padding, so no two images share a padding layer.
 func WithLayers(n int) ImageOption { return func(s *imageSpec) { s.layers = n } }
 
 // WithCmd sets the image's default arguments to the workload program
@@ -170,13 +198,9 @@ func randomLayer(n int64, file string) (v1.Layer, error) {
 // buildImage makes a linux image for this machine's architecture holding
 // the workload program and the requested padding.
 func buildImage(s imageSpec) (v1.Image, error) {
-	prog, err := workloadProgram()
+	gz, err := programLayer()
 	if err != nil {
 		return nil, err
-	}
-	gz, err := tarGz(WorkloadPath, 0o755, prog, gzip.BestSpeed)
-	if err != nil {
-		return nil, fmt.Errorf("program layer: %w", err)
 	}
 	progLayer, err := layerFromGz(gz)
 	if err != nil {
