@@ -198,6 +198,12 @@ func (r *eventRecorder) observe(e asyncpull.Event) {
 	r.events = append(r.events, e)
 }
 
+func (r *eventRecorder) all() []asyncpull.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]asyncpull.Event(nil), r.events...)
+}
+
 func (r *eventRecorder) count(k asyncpull.EventKind) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -751,7 +751,7 @@ func TestPullPolicies(t *testing.T) {
 		s := asyncpull.New(fake)
 		defer s.Close()
 		res, err := s.Wait(ctx, asyncpull.Request{Image: "nginx", PodUID: "p"})
-		if res.Reason != asyncpull.ReasonImageInspectError || !errors.Is(err, asyncpull.ErrInspect) || status.Code(errors.Unwrap(errors.Unwrap(err))) == codes.OK && false {
+		if res.Reason != asyncpull.ReasonImageInspectError || !errors.Is(err, asyncpull.ErrInspect) || res.State != asyncpull.StateFailed || status.Code(err) != codes.Internal {
 			t.Fatalf("%+v %v", res, err)
 		}
 	})
@@ -840,7 +840,7 @@ func TestObserverEvents(t *testing.T) {
 	if rec.count(asyncpull.EventDedupe) != 1 || rec.count(asyncpull.EventQueued) != 2 ||
 		started[1].QueueWait != 7*time.Second || started[1].Waiters != 2 ||
 		fin[0].Duration != 7*time.Second || fin[1].Duration != 3*time.Second || fin[1].Size != 1000 {
-		t.Fatalf("events: %+v", rec.events)
+		t.Fatalf("events: %+v", rec.all())
 	}
 }
 
