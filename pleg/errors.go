@@ -1,0 +1,122 @@
+package pleg
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var (
+	// ErrStopped is returned by Start, RequestRelist and Healthy after Stop.
+	ErrStopped = errors.New("pleg: stopped")
+	// ErrAlreadyStarted is returned by a second Start.
+	ErrAlreadyStarted = errors.New("pleg: already started")
+	// ErrNeverSucceeded is wrapped by the HealthError returned before the
+	// runtime ever answered.
+	ErrNeverSucceeded = errors.New("pleg has yet to be successful")
+	// ErrInactive is wrapped by the HealthError returned when the runtime
+	// has not answered within the threshold.
+	ErrInactive = errors.New("pleg is not active")
+)
+
+// ConfigError reports an invalid argument to New or an invalid option.
+type ConfigError struct {
+	// Field names the argument or option.
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("pleg: invalid %s: %s", e.Field, e.Reason)
+}
+
+// HealthError is the error Healthy returns when the PLEG is unhealthy.
+// errors.Is(err, ErrNeverSucceeded) or errors.Is(err, ErrInactive) tells
+// which case it is.
+type HealthError struct {
+	// Mode is the PLEG's mode when Healthy was called.
+	Mode Mode
+	// LastActive is the last time the runtime answered (zero if never).
+	LastActive time.Time
+	// Since is how long ago that was (zero if never).
+	Since time.Duration
+	// Threshold is the configured health threshold.
+	Threshold time.Duration
+	// RelistErr is the error of the last failed relist or probe since the
+	// last success, if any.
+	RelistErr error
+	// StreamErr is the last event stream error while the stream is down,
+	// if any.
+	StreamErr error
+	// EventStream says whether the event stream is enabled.
+	EventStream bool
+
+	never bool
+}
+
+func (e *HealthError) Error() string {
+	var msg string
+	if e.never {
+		msg = ErrNeverSucceeded.Error()
+	} else {
+		msg = fmt.Sprintf("pleg was last seen active %v ago; threshold is %v", e.Since.Round(time.Millisecond), e.Threshold)
+	}
+	msg += " (mode " + e.Mode.String()
+	if e.EventStream {
+		if e.StreamErr != nil {
+			msg += fmt.Sprintf("; event stream down: %v", e.StreamErr)
+		} else if e.Mode == ModeEvented {
+			msg += "; event stream up but no event or probe answered"
+		}
+	}
+	if e.RelistErr != nil {
+		msg += fmt.Sprintf("; relists failing: %v", e.RelistErr)
+	}
+	return msg + ")"
+}
+
+// Unwrap returns ErrNeverSucceeded or ErrInactive.
+func (e *HealthError) Unwrap() error {
+	if e.never {
+		return ErrNeverSucceeded
+	}
+	return ErrInactive
+}
+
+// InspectError is the error the PLEG caches for a pod whose status
+// inspection failed. The pod is inspected again at the next relist.
+type InspectError struct {
+	// UID is the pod.
+	UID types.UID
+	// Method is the CRI method that failed.
+	Method string
+	// ID is the sandbox or container id the call was about.
+	ID string
+	// Err is the runtime's error.
+	Err error
+}
+
+func (e *InspectError) Error() string {
+	return fmt.Sprintf("pleg: inspect pod %q: %s(%q): %v", e.UID, e.Method, e.ID, e.Err)
+}
+
+// Unwrap returns the runtime's error.
+func (e *InspectError) Unwrap() error { return e.Err }
+
+// RelistError is the error of a failed relist: listing failed.
+type RelistError struct {
+	// Method is the CRI method that failed (ListPodSandbox, ListContainers).
+	Method string
+	// Err is the runtime's error.
+	Err error
+}
+
+func (e *RelistError) Error() string {
+	return fmt.Sprintf("pleg: relist: %s: %v", e.Method, e.Err)
+}
+
+// Unwrap returns the runtime's error.
+func (e *RelistError) Unwrap() error { return e.Err }

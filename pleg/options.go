@@ -1,0 +1,191 @@
+package pleg
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, from the kubelet's constants.
+const (
+	// DefaultRelistPeriod is the relist period without a usable event stream.
+	DefaultRelistPeriod = time.Second
+	// DefaultThreshold is the health threshold: Healthy fails when the
+	// runtime has not answered for longer.
+	DefaultThreshold = 3 * time.Minute
+	// DefaultSafetyNetPeriod is the relist period while the event stream is up.
+	DefaultSafetyNetPeriod = 300 * time.Second
+	// DefaultChannelCapacity is the capacity of the Watch channel.
+	DefaultChannelCapacity = 1000
+	// DefaultInspectParallelism bounds concurrent pod inspections in a relist.
+	DefaultInspectParallelism = 8
+	// DefaultRelistTimeout bounds one relist, probe or pod relist.
+	DefaultRelistTimeout = 2 * time.Minute
+	// DefaultReconnectInitial and DefaultReconnectMax bound the event
+	// stream reconnect backoff (jittered, doubling, never giving up).
+	DefaultReconnectInitial = 200 * time.Millisecond
+	DefaultReconnectMax     = 30 * time.Second
+	// DefaultTombstoneTTL is how long removed container and sandbox ids are
+	// remembered, so that late events about them (containerd queues events
+	// for 5 min) are ignored rather than reported again.
+	DefaultTombstoneTTL = 10 * time.Minute
+)
+
+type config struct {
+	period, threshold, safetyNet, probe time.Duration
+	capacity, parallelism              int
+	timeout                            time.Duration
+	reconnectInitial, reconnectMax     time.Duration
+	tombstoneTTL                       time.Duration
+	events, changed                    bool
+	clock                              clock.Clock
+	logger                             *zap.Logger
+	observer                           Observer
+	errs                               []*ConfigError
+}
+
+// Option configures a PLEG.
+type Option func(*config)
+
+// WithRelistPeriod sets how often the PLEG relists without a usable event
+// stream (default 1 s). It must be below the threshold.
+func WithRelistPeriod(d time.Duration) Option {
+	return func(c *config) { c.period = d }
+}
+
+// WithThreshold sets the health threshold (default 3 min).
+func WithThreshold(d time.Duration) Option {
+	return func(c *config) { c.threshold = d }
+}
+
+// WithSafetyNetPeriod sets how often the PLEG relists while the event
+// stream is up (default 300 s).
+func WithSafetyNetPeriod(d time.Duration) Option {
+	return func(c *config) { c.safetyNet = d }
+}
+
+// WithProbePeriod sets how often the PLEG probes the runtime (one
+// ListPodSandbox) while the event stream is up, to prove it still answers
+// when no event flows (default threshold/3). It must be below the threshold.
+func WithProbePeriod(d time.Duration) Option {
+	return func(c *config) { c.probe = d }
+}
+
+// WithChannelCapacity sets the capacity of the Watch channel (default 1000).
+func WithChannelCapacity(n int) Option {
+	return func(c *config) { c.capacity = n }
+}
+
+// WithInspectParallelism bounds how many pods a relist inspects at once
+// (default 8; 1 inspects serially like the kubelet).
+func WithInspectParallelism(n int) Option {
+	return func(c *config) { c.parallelism = n }
+}
+
+// WithRelistTimeout bounds one relist, probe or pod relist (default 2 min).
+func WithRelistTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
+}
+
+// WithReconnectBackoff sets the event stream reconnect backoff: the first
+// wait is about initial, each failure doubles it up to max, each wait is
+// jittered to [d/2, d]. It never gives up.
+func WithReconnectBackoff(initial, max time.Duration) Option {
+	return func(c *config) {
+		c.reconnectInitial, c.reconnectMax = initial, max
+		if initial <= 0 || max < initial {
+			c.errs = append(c.errs, &ConfigError{Field: "WithReconnectBackoff", Reason: "need 0 < initial <= max"})
+		}
+	}
+}
+
+// WithTombstoneTTL sets how long removed ids are remembered (default 10 min).
+func WithTombstoneTTL(d time.Duration) Option {
+	return func(c *config) { c.tombstoneTTL = d }
+}
+
+// WithEventStream enables (default) or disables the runtime event stream.
+// Disabled, the PLEG is a pure relisting PLEG like the kubelet's generic one.
+func WithEventStream(enabled bool) Option {
+	return func(c *config) { c.events = enabled }
+}
+
+// WithChangedEvents makes the PLEG deliver ContainerChanged events, which
+// the kubelet computes but never sends.
+func WithChangedEvents(enabled bool) Option {
+	return func(c *config) { c.changed = enabled }
+}
+
+// WithClock sets the clock (default the real clock). Tests pass
+// k8s.io/utils/clock/testing's fake clock.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) { c.clock = clk }
+}
+
+// WithLogger sets the logger (default zap.NewNop()).
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithObserver sets the observer of mode changes, dropped events, relists
+// and stream errors.
+func WithObserver(o Observer) Option {
+	return func(c *config) { c.observer = o }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		period:           DefaultRelistPeriod,
+		threshold:        DefaultThreshold,
+		safetyNet:        DefaultSafetyNetPeriod,
+		capacity:         DefaultChannelCapacity,
+		parallelism:      DefaultInspectParallelism,
+		timeout:          DefaultRelistTimeout,
+		reconnectInitial: DefaultReconnectInitial,
+		reconnectMax:     DefaultReconnectMax,
+		tombstoneTTL:     DefaultTombstoneTTL,
+		events:           true,
+		clock:            clock.RealClock{},
+		logger:           zap.NewNop(),
+		observer:         NopObserver{},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if len(c.errs) > 0 {
+		return c, c.errs[0]
+	}
+	if c.probe == 0 {
+		c.probe = c.threshold / 3
+	}
+	switch {
+	case c.threshold <= 0:
+		return c, &ConfigError{Field: "WithThreshold", Reason: "must be > 0"}
+	case c.period <= 0 || c.period >= c.threshold:
+		return c, &ConfigError{Field: "WithRelistPeriod", Reason: "must be > 0 and below the threshold"}
+	case c.safetyNet <= 0:
+		return c, &ConfigError{Field: "WithSafetyNetPeriod", Reason: "must be > 0"}
+	case c.probe <= 0 || c.probe >= c.threshold:
+		return c, &ConfigError{Field: "WithProbePeriod", Reason: "must be > 0 and below the threshold"}
+	case c.capacity < 0:
+		return c, &ConfigError{Field: "WithChannelCapacity", Reason: "must be >= 0"}
+	case c.parallelism <= 0:
+		return c, &ConfigError{Field: "WithInspectParallelism", Reason: "must be > 0"}
+	case c.timeout <= 0:
+		return c, &ConfigError{Field: "WithRelistTimeout", Reason: "must be > 0"}
+	case c.tombstoneTTL <= 0:
+		return c, &ConfigError{Field: "WithTombstoneTTL", Reason: "must be > 0"}
+	case c.clock == nil:
+		return c, &ConfigError{Field: "WithClock", Reason: "nil clock"}
+	}
+	if c.logger == nil {
+		c.logger = zap.NewNop()
+	}
+	if c.observer == nil {
+		c.observer = NopObserver{}
+	}
+	return c, nil
+}

@@ -1,0 +1,424 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// PLEG is a pod lifecycle event generator: it watches a CRI runtime, keeps a
+// pod status Cache up to date and delivers lifecycle events on Watch(). See
+// the package documentation for what it guarantees.
+type PLEG struct {
+	rt    Runtime
+	cache Cache
+	cfg   config
+	log   *zap.Logger
+	clock clock.Clock
+	ch    chan Event
+	notes *notifier
+
+	relistMu    sync.Mutex // one full relist at a time
+	podRelistMu sync.Mutex // one pod relist at a time
+
+	mu         sync.Mutex
+	pods       map[types.UID]*podRecord
+	owner      map[string]types.UID // entity id → pod
+	tombstones map[string]time.Time // removed ids → when
+	seq        uint64               // observation sequence
+	reinspect  map[types.UID]struct{}
+	pending    map[types.UID]struct{}
+	dirty      map[types.UID]uint64 // pods owed a PodSync → drop generation
+	mode       Mode
+	streamUp   bool
+	streamGen  uint64 // bumped on every connect
+	reconWant  uint64 // bumped on every reconcile request
+	reconDone  uint64 // reconWant value the last successful full relist covered
+	lastActive time.Time
+	active     bool
+	relistErr  error
+	streamErr  error
+	stats      Stats
+	started    bool
+	stopped    bool
+	closed     bool
+
+	wakeRelist, wakePods, wakeResync chan struct{}
+	cancel                           context.CancelFunc
+	wg                               sync.WaitGroup
+	notesDone                        chan struct{}
+	notesWG                          sync.WaitGroup
+	stopOnce                         sync.Once
+}
+
+// Stats are the PLEG's counters since New.
+type Stats struct {
+	// Relists and RelistFailures count full relists.
+	Relists, RelistFailures uint64
+	// PodRelists and PodRelistFailures count relists of a few pods.
+	PodRelists, PodRelistFailures uint64
+	// Probes and ProbeFailures count evented-mode proofs of life.
+	Probes, ProbeFailures uint64
+	// Inspections and InspectionFailures count pod status inspections.
+	Inspections, InspectionFailures uint64
+	// RuntimeEvents counts events received from the runtime's stream;
+	// IncompleteEvents those without usable statuses (the pod was relisted
+	// instead); StaleEvents those about already removed ids (ignored).
+	RuntimeEvents, IncompleteEvents, StaleEvents uint64
+	// Delivered counts events put on the Watch channel (PodSync included),
+	// Dropped those that did not fit, PodSyncs the PodSync events delivered.
+	Delivered, Dropped, PodSyncs uint64
+	// StreamConnects and StreamErrors count event stream connections and
+	// failures.
+	StreamConnects, StreamErrors uint64
+}
+
+// New returns a PLEG over rt that writes cache. It does nothing until Start.
+func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
+	if rt == nil {
+		return nil, &ConfigError{Field: "runtime", Reason: "nil Runtime"}
+	}
+	if cache == nil {
+		return nil, &ConfigError{Field: "cache", Reason: "nil Cache"}
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &PLEG{
+		rt:         rt,
+		cache:      cache,
+		cfg:        cfg,
+		log:        cfg.logger,
+		clock:      cfg.clock,
+		ch:         make(chan Event, cfg.capacity),
+		notes:      newNotifier(),
+		pods:       map[types.UID]*podRecord{},
+		owner:      map[string]types.UID{},
+		tombstones: map[string]time.Time{},
+		reinspect:  map[types.UID]struct{}{},
+		pending:    map[types.UID]struct{}{},
+		dirty:      map[types.UID]uint64{},
+		wakeRelist: make(chan struct{}, 1),
+		wakePods:   make(chan struct{}, 1),
+		wakeResync: make(chan struct{}, 1),
+		notesDone:  make(chan struct{}),
+	}, nil
+}
+
+// Watch returns the channel events are delivered on (always the same one).
+// It is closed by Stop.
+func (p *PLEG) Watch() <-chan Event { return p.ch }
+
+// Start starts relisting (at once, then periodically) and, if enabled,
+// watching the event stream. The PLEG runs until Stop or until ctx ends.
+func (p *PLEG) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.stopped:
+		return ErrStopped
+	case p.started:
+		return ErrAlreadyStarted
+	}
+	p.started = true
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.notesWG.Add(1)
+	go func() {
+		defer p.notesWG.Done()
+		p.notes.run(p.notesDone)
+	}()
+	loops := []func(context.Context){p.relistLoop, p.podRelistLoop, p.resyncLoop}
+	if p.cfg.events {
+		loops = append(loops, p.streamLoop)
+	}
+	for _, loop := range loops {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			loop(ctx)
+		}()
+	}
+	return nil
+}
+
+// Stop stops every goroutine, waits for them, delivers pending observer
+// notifications and closes the Watch channel. It is idempotent.
+func (p *PLEG) Stop() {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		p.stopped = true
+		cancel := p.cancel
+		p.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		p.wg.Wait()
+		close(p.notesDone)
+		p.notesWG.Wait()
+		p.notes.drain() // never started: deliver here
+		p.mu.Lock()
+		p.closed = true
+		close(p.ch)
+		p.mu.Unlock()
+	})
+}
+
+// Mode returns the current mode.
+func (p *PLEG) Mode() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// Stats returns a snapshot of the counters.
+func (p *PLEG) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// RequestRelist asks for an on-demand relist of one pod: its sandboxes and
+// containers are listed and inspected, the cache is written with a time
+// taken before listing, and its events are delivered. Requests for a pod
+// already pending are coalesced. Call it after acting on a pod, then wait
+// with the cache's GetNewerThan(uid, timeOfAction) (see the package doc).
+func (p *PLEG) RequestRelist(uid types.UID) error {
+	if uid == "" {
+		return &ConfigError{Field: "uid", Reason: "empty pod UID"}
+	}
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return ErrStopped
+	}
+	p.pending[uid] = struct{}{}
+	p.mu.Unlock()
+	signal(p.wakePods)
+	return nil
+}
+
+// Healthy reports whether the runtime answered within the threshold: a
+// relist, a pod relist or a probe succeeded, the event stream connected or
+// delivered an event. Only answers from the runtime count; the cache never
+// does. The error is a *HealthError (or ErrStopped).
+func (p *PLEG) Healthy() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return false, ErrStopped
+	}
+	he := &HealthError{
+		Mode:        p.mode,
+		LastActive:  p.lastActive,
+		Threshold:   p.cfg.threshold,
+		RelistErr:   p.relistErr,
+		EventStream: p.cfg.events,
+	}
+	if !p.streamUp {
+		he.StreamErr = p.streamErr
+	}
+	if !p.active {
+		he.never = true
+		return false, he
+	}
+	he.Since = p.clock.Since(p.lastActive)
+	if he.Since > p.cfg.threshold {
+		return false, he
+	}
+	return true, nil
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (p *PLEG) nextSeqLocked() uint64 {
+	p.seq++
+	return p.seq
+}
+
+func (p *PLEG) markActiveLocked(t time.Time) {
+	if !p.active || t.After(p.lastActive) {
+		p.lastActive = t
+	}
+	p.active = true
+}
+
+func (p *PLEG) tombstonedLocked(id string) bool {
+	_, ok := p.tombstones[id]
+	return ok
+}
+
+func (p *PLEG) recordLocked(obs *podObservation) *podRecord {
+	rec := p.pods[obs.uid]
+	if rec == nil {
+		rec = &podRecord{uid: obs.uid, entities: map[string]*entity{}}
+		p.pods[obs.uid] = rec
+	}
+	if obs.name != "" {
+		rec.name, rec.namespace = obs.name, obs.namespace
+	}
+	return rec
+}
+
+// commitLocked applies changes to rec and returns their events.
+func (p *PLEG) commitLocked(rec *podRecord, changes []change) []Event {
+	var evs []Event
+	now := p.clock.Now()
+	for _, c := range changes {
+		evs = append(evs, eventsFor(rec.uid, c)...)
+		if c.seq > rec.seq {
+			rec.seq = c.seq
+		}
+		if c.to == stateNonExistent {
+			delete(rec.entities, c.id)
+			delete(p.owner, c.id)
+			p.tombstones[c.id] = now
+			continue
+		}
+		e := rec.entities[c.id]
+		if e == nil {
+			e = &entity{kind: c.kind}
+			rec.entities[c.id] = e
+			p.owner[c.id] = rec.uid
+		}
+		e.state = c.to
+		if c.seq > e.seq {
+			e.seq = c.seq
+		}
+		if c.sandboxID != "" {
+			e.sandboxID = c.sandboxID
+		}
+	}
+	return evs
+}
+
+// forgetLocked drops a pod without entities and deletes its cache entry,
+// unless something newer than seq touched it.
+func (p *PLEG) forgetLocked(rec *podRecord, touchedAfter bool) {
+	if rec == nil || len(rec.entities) > 0 || touchedAfter {
+		return
+	}
+	delete(p.pods, rec.uid)
+	delete(p.reinspect, rec.uid)
+	p.cache.Delete(rec.uid)
+}
+
+// writeStatusLocked writes st to the cache and remembers the newest status
+// written for the pod (the base the event path merges into).
+func (p *PLEG) writeStatusLocked(rec *podRecord, st *PodStatus) bool {
+	ok := p.cache.Set(rec.uid, st, nil, st.Timestamp)
+	if rec.status == nil || !st.Timestamp.Before(rec.status.Timestamp) {
+		rec.status = st
+	}
+	return ok
+}
+
+// publishLocked delivers evs without blocking. An event that does not fit
+// is counted and its pod is owed a PodSync (resyncLoop delivers it).
+func (p *PLEG) publishLocked(evs []Event) {
+	if p.closed {
+		return
+	}
+	for _, ev := range evs {
+		if ev.Type == ContainerChanged && !p.cfg.changed {
+			continue
+		}
+		select {
+		case p.ch <- ev:
+			p.stats.Delivered++
+		default:
+			p.stats.Dropped++
+			p.dirty[ev.ID]++
+			signal(p.wakeResync)
+			dropped := ev
+			obs := p.cfg.observer
+			p.notes.post(func() { obs.EventDropped(dropped) })
+			p.log.Warn("pleg event channel full; pod owed a PodSync", zap.String("pod", string(ev.ID)), zap.String("type", string(ev.Type)), zap.String("id", ev.Data))
+		}
+	}
+}
+
+// resyncLoop delivers one PodSync per pod whose event was dropped. It
+// blocks on the channel (it is the only sender that does), so a PodSync is
+// never dropped; several drops for one pod before delivery share one PodSync.
+func (p *PLEG) resyncLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wakeResync:
+		}
+		for {
+			p.mu.Lock()
+			uid, gen, ok := p.nextDirtyLocked()
+			p.mu.Unlock()
+			if !ok {
+				break
+			}
+			select {
+			case p.ch <- Event{ID: uid, Type: PodSync}:
+			case <-ctx.Done():
+				return
+			}
+			p.mu.Lock()
+			p.stats.Delivered++
+			p.stats.PodSyncs++
+			if p.dirty[uid] == gen {
+				delete(p.dirty, uid)
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *PLEG) nextDirtyLocked() (types.UID, uint64, bool) {
+	if len(p.dirty) == 0 {
+		return "", 0, false
+	}
+	uids := make([]types.UID, 0, len(p.dirty))
+	for uid := range p.dirty {
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return uids[0], p.dirty[uids[0]], true
+}
+
+// setModeLocked changes the mode and notifies the observer.
+func (p *PLEG) setModeLocked(to Mode, cause error) {
+	from := p.mode
+	if from == to {
+		return
+	}
+	p.mode = to
+	p.log.Info("pleg mode changed", zap.Stringer("from", from), zap.Stringer("to", to), zap.Error(cause))
+	obs := p.cfg.observer
+	p.notes.post(func() { obs.ModeChanged(from, to, cause) })
+	signal(p.wakeRelist)
+}
+
+func (p *PLEG) requestReconcileLocked() {
+	p.reconWant++
+	signal(p.wakeRelist)
+}
+
+func (p *PLEG) gcTombstonesLocked() {
+	now := p.clock.Now()
+	for id, t := range p.tombstones {
+		if now.Sub(t) > p.cfg.tombstoneTTL {
+			delete(p.tombstones, id)
+		}
+	}
+}
+
+var errStreamEnded = errors.New("event stream ended")
