@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// containerKill is a running container that must go.
+type containerKill struct {
+	status *ContainerStatus
+	reason string
+}
+
+// containerStart is a container to create and start, with its attempt.
+type containerStart struct {
+	spec    *corev1.Container
+	attempt uint32
+	init    bool     // an init container (regular or sidecar)
+	sidecar bool     // a restartable init container
+	remove  []string // older exited instances to remove first
+}
+
+// podActions is what one sync must do, computed from the desired pod and
+// the runtime's status, like the kubelet's computePodActions.
+type podActions struct {
+	createSandbox  bool
+	killPod        bool // remove the pod's current sandbox and containers first
+	sandboxAttempt uint32
+	podFailed      bool // a regular init container failed under restartPolicy Never: stop the sandbox
+
+	kill []containerKill
+	// initSteps are init containers to start in order. With chain, every
+	// sidecar up to and including the next regular init container is
+	// listed (a started sidecar gates what follows); without it, one step
+	// per sync, as the kubelet does.
+	initSteps []containerStart
+	initDone  bool
+	start     []containerStart // regular containers
+
+	backoffWait time.Duration // shortest crash-loop wait left, 0 if none
+	inBackoff   []string      // containers waiting in crash-loop backoff
+	allRunning  bool          // every regular container is running
+	finished    bool          // nothing runs and nothing will (Never/OnFailure done)
+	succeeded   bool          // finished and every regular container exited 0
+}
+
+// containerHash identifies a container spec; a change restarts it.
+func containerHash(c *corev1.Container) string {
+	b, _ := json.Marshal(c) // a corev1.Container always marshals
+	h := fnv.New64a()
+	h.Write(b)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+func backoffKey(pod *corev1.Pod, name string) string { return string(pod.UID) + "/" + name }
+
+// computePodActions decides the next steps for pod given status.
+func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, chain bool) *podActions {
+	a := &podActions{}
+	hadContainers := len(status.Containers) > 0
+	if status.SandboxID == "" || !status.SandboxReady {
+		if status.SandboxID != "" && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && hadContainers {
+			// The pod ran and its sandbox died: Never means it stays down.
+			a.finished = true
+			return a
+		}
+		a.createSandbox = true
+		a.killPod = status.SandboxID != ""
+		if a.killPod {
+			a.sandboxAttempt = status.SandboxAttempt + 1
+		}
+		if len(pod.Spec.InitContainers) == 0 {
+			for i := range pod.Spec.Containers {
+				a.start = append(a.start, containerStart{spec: &pod.Spec.Containers[i]})
+			}
+			return a
+		}
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			a.initSteps = append(a.initSteps, containerStart{spec: c, init: true, sidecar: isSidecar(c)})
+			if !chain || !isSidecar(c) {
+				break
+			}
+		}
+		return a
+	}
+
+	// Containers that must go: not in the spec, or the spec changed.
+	specs := map[string]*corev1.Container{}
+	for i := range pod.Spec.InitContainers {
+		specs[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
+	}
+	for i := range pod.Spec.Containers {
+		specs[pod.Spec.Containers[i].Name] = &pod.Spec.Containers[i]
+	}
+	replaced := map[string]bool{}
+	for _, cs := range status.Containers {
+		if cs.State == StateExited {
+			continue
+		}
+		spec, ok := specs[cs.Name]
+		switch {
+		case !ok:
+			a.kill = append(a.kill, containerKill{cs, "not in the pod spec"})
+		case cs.Hash != "" && cs.Hash != containerHash(spec):
+			a.kill = append(a.kill, containerKill{cs, "spec changed"})
+			replaced[cs.Name] = true
+		case cs.State == StateUnknown:
+			// Created but not started at the start of a sync: a start that
+			// failed or was cancelled. Replace it.
+			a.kill = append(a.kill, containerKill{cs, "created but never started"})
+			replaced[cs.Name] = true
+		}
+	}
+	next := func(name string) (latest *ContainerStatus, attempt uint32, remove []string) {
+		latest = status.Latest(name)
+		for _, cs := range status.Containers {
+			if cs.Name == name && cs.State == StateExited && cs != latest {
+				remove = append(remove, cs.ID)
+			}
+		}
+		if latest != nil {
+			attempt = latest.Attempt + 1
+			if latest.State == StateExited {
+				remove = append(remove, latest.ID)
+			}
+		}
+		if replaced[name] {
+			latest = nil
+		}
+		return latest, attempt, remove
+	}
+	wait := func(name string, d time.Duration) {
+		a.inBackoff = append(a.inBackoff, name)
+		if a.backoffWait == 0 || d < a.backoffWait {
+			a.backoffWait = d
+		}
+	}
+	// restartable applies crash-loop backoff to an exited instance.
+	restartable := func(name string, latest *ContainerStatus) bool {
+		key := backoffKey(pod, name)
+		if in, left := bo.inBackoff(key, latest.FinishedAt); in {
+			wait(name, left)
+			return false
+		}
+		bo.next(key, latest.FinishedAt)
+		return true
+	}
+
+	// Init containers, in order.
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		latest, attempt, remove := next(c.Name)
+		step := containerStart{spec: c, attempt: attempt, init: true, sidecar: isSidecar(c), remove: remove}
+		if isSidecar(c) {
+			switch {
+			case latest != nil && latest.State == StateRunning:
+				continue
+			case latest == nil:
+				a.initSteps = append(a.initSteps, step)
+				if !chain {
+					return a
+				}
+				continue
+			default: // exited: sidecars always restart
+				if restartable(c.Name, latest) {
+					a.initSteps = append(a.initSteps, step)
+				}
+				if latest.Attempt == 0 && !chain {
+					return a
+				}
+				continue // it started once: what follows is not gated again
+			}
+		}
+		switch {
+		case latest == nil:
+			a.initSteps = append(a.initSteps, step)
+			return a
+		case latest.State != StateExited:
+			return a // running: wait for it to exit
+		case latest.ExitCode == 0:
+			continue
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			a.podFailed = true
+			a.finished = true
+			return a
+		default:
+			if restartable(c.Name, latest) {
+				a.initSteps = append(a.initSteps, step)
+			}
+			return a
+		}
+	}
+	a.initDone = true
+
+	running, done, succeeded := 0, 0, 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest, attempt, remove := next(c.Name)
+		step := containerStart{spec: c, attempt: attempt, remove: remove}
+		switch {
+		case latest == nil:
+			a.start = append(a.start, step)
+		case latest.State == StateRunning:
+			running++
+		case latest.State == StateExited:
+			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways ||
+				(pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && latest.ExitCode != 0)
+			if !restart {
+				done++
+				if latest.ExitCode == 0 {
+					succeeded++
+				}
+				continue
+			}
+			if restartable(c.Name, latest) {
+				a.start = append(a.start, step)
+			}
+		}
+	}
+	n := len(pod.Spec.Containers)
+	a.allRunning = running == n
+	if done == n {
+		a.finished = true
+		a.succeeded = succeeded == n
+	}
+	return a
+}

@@ -1,0 +1,348 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// ErrStopped is returned by calls on a stopped Agent.
+var ErrStopped = errors.New("agent: stopped")
+
+// Agent runs pods on a CRI runtime: one worker per pod, each sync
+// computing what to do from the runtime's status.
+type Agent struct {
+	cfg     config
+	rt      cri.RuntimeService
+	img     cri.ImageManagerService
+	clock   clock.WithTickerAndDelayedExecution
+	log     *zap.Logger
+	metrics *metrics
+
+	inspector *inspector
+	cache     StatusStore
+	backoff   *crashBackoff
+	images    imageGate
+	workers   *podWorkers
+	relister  *relister
+	evented   *eventedPLEG
+	pods      *podRecords
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	lastSync map[types.UID]time.Time // baseline: end of the last sync, for GetNewerThan
+
+	blocked      durationCounter // time workers spent blocked (pulls, cache waits)
+	unhealthy    durationCounter // time PLEG reported unhealthy (sampled)
+	healthStatus healthState
+}
+
+type healthState struct {
+	mu      sync.Mutex
+	healthy bool
+	err     error
+	mode    string
+}
+
+type durationCounter struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (c *durationCounter) add(d time.Duration) {
+	c.mu.Lock()
+	c.d += d
+	c.mu.Unlock()
+}
+
+func (c *durationCounter) get() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.d
+}
+
+// New returns an Agent that drives rt and img. Call Start, then Apply pod
+// updates, then Stop.
+func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*Agent, error) {
+	if rt == nil || img == nil {
+		return nil, errors.New("agent: New: runtime and image services are required")
+	}
+	cfg := config{mode: ModeSyncPod, clock: clock.RealClock{}, log: zap.NewNop(), scale: 1,
+		startParallel: 8, pullParallel: 10, sampleEvery: 20 * time.Millisecond}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if _, err := ParseMode(string(cfg.mode)); err != nil {
+		return nil, fmt.Errorf("agent: New: %w", err)
+	}
+	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
+		lastSync: map[types.UID]time.Time{}}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	m, err := newMetrics(cfg.registerer)
+	if err != nil {
+		return nil, fmt.Errorf("agent: New: %w", err)
+	}
+	a.metrics = m
+	a.inspector = newInspector(rt)
+	a.cache = newStatusCache()
+	a.backoff = newCrashBackoff(a.clock, cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax))
+	a.pods = newPodRecords()
+	sync := a.syncSyncPod
+	if cfg.mode == ModeBaseline {
+		sync = a.syncBaseline
+	}
+	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(SyncErrorBackoff))
+	a.workers.onExit = a.forgetPod
+
+	observePull := func(image string, d time.Duration, err error) {
+		a.metrics.observePull(d, err)
+		a.emit(Event{Type: EventPulled, Image: image, Duration: d, Err: err})
+	}
+	observeRelist := func(d time.Duration, err error) { a.metrics.relist.Observe(d.Seconds()) }
+	if cfg.mode == ModeBaseline {
+		threshold := cfg.healthThreshold
+		if threshold == 0 {
+			threshold = cfg.scaled(RelistThreshold)
+		}
+		period := cfg.scaled(RelistPeriod)
+		a.images = &blockingPuller{img: img, clock: a.clock, obs: observePull}
+		a.relister = newRelister(rt, a.clock, a.log, a.inspector, func() time.Duration { return period },
+			threshold, a.cache, a.workers.Wake, observeRelist)
+	} else {
+		threshold := cfg.healthThreshold
+		if threshold == 0 {
+			threshold = cfg.scaled(EventedRelistThreshold)
+		}
+		slow := cfg.safetyRelist
+		if slow == 0 {
+			slow = cfg.scaled(EventedRelistPeriod)
+		}
+		a.images = newImageGate(img, a.clock, a.log, cfg, a.workers.Wake, observePull)
+		a.evented = &eventedPLEG{rt: rt, clock: a.clock, log: a.log, wake: a.workers.Wake,
+			fastPeriod: cfg.scaled(RelistPeriod), slowPeriod: slow, retryMax: cfg.scaled(5 * time.Second)}
+		// The safety-net relist only wakes workers: each worker inspects
+		// its own pod on demand and writes the cache itself.
+		a.relister = newRelister(rt, a.clock, a.log, a.inspector, a.evented.period,
+			threshold, nil, a.workers.Wake, observeRelist)
+		a.evented.relist = a.relister
+	}
+	return a, nil
+}
+
+// Mode reports the agent's mode.
+func (a *Agent) Mode() Mode { return a.cfg.mode }
+
+// Start starts the PLEG and the health sampler. Pod workers start with
+// their first update.
+func (a *Agent) Start() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return ErrStopped
+	}
+	if a.started {
+		return nil
+	}
+	a.started = true
+	a.wg.Add(2)
+	go func() {
+		defer a.wg.Done()
+		if a.evented != nil {
+			a.evented.run(a.ctx)
+		} else {
+			a.relister.run(a.ctx)
+		}
+	}()
+	go func() {
+		defer a.wg.Done()
+		a.sampleHealth()
+	}()
+	return nil
+}
+
+// Apply hands a desired-state change to the pod's worker.
+func (a *Agent) Apply(u PodUpdate) {
+	switch u.Op {
+	case OpAdd, OpUpdate:
+		pod := u.Pod
+		if pod.UID == "" {
+			pod = pod.DeepCopy()
+			pod.UID = StaticPodUID(pod)
+		}
+		a.pods.desire(pod, a.clock.Now(), u.Op == OpAdd)
+		a.emit(Event{Type: EventType(u.Op.String()), Pod: podKey(pod)})
+		a.workers.UpdatePod(pod)
+	case OpDelete:
+		uid := u.UID
+		if uid == "" && u.Pod != nil {
+			uid = u.Pod.UID
+			if uid == "" {
+				uid = StaticPodUID(u.Pod)
+			}
+		}
+		a.pods.terminating(uid)
+		if u.Pod != nil {
+			a.emit(Event{Type: EventDeleted, Pod: podKey(u.Pod)})
+		}
+		a.workers.KillPod(uid)
+	}
+}
+
+// Stop stops every worker (cancelling running syncs and pulls), the PLEG
+// and the sampler, and waits for all of them. Pods stay on the runtime;
+// call Cleanup to remove them. Stop is idempotent.
+func (a *Agent) Stop() {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return
+	}
+	a.stopped = true
+	a.mu.Unlock()
+	a.workers.Stop()
+	a.cancel()
+	a.wg.Wait()
+	a.images.close()
+}
+
+// Cleanup removes every sandbox the agent (or an earlier run of it) made,
+// with their containers. Call it after Stop.
+func (a *Agent) Cleanup(ctx context.Context) error {
+	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{managedLabel: "true"}})
+	if err != nil {
+		return fmt.Errorf("agent: cleanup: ListPodSandbox: %w", err)
+	}
+	var errs []error
+	for _, sb := range sbs {
+		if err := a.removeSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Agent) removeSandbox(ctx context.Context, id string) error {
+	cs, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
+	if err != nil {
+		return fmt.Errorf("agent: remove sandbox %s: ListContainers: %w", id, err)
+	}
+	var errs []error
+	for _, c := range cs {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if err := a.rt.StopContainer(ctx, c.Id, 0); err != nil {
+				errs = append(errs, fmt.Errorf("StopContainer %s: %w", c.Id, err))
+			}
+		}
+		if err := a.rt.RemoveContainer(ctx, c.Id); err != nil {
+			errs = append(errs, fmt.Errorf("RemoveContainer %s: %w", c.Id, err))
+		}
+		a.inspector.forget(c.Id)
+	}
+	if err := a.rt.StopPodSandbox(ctx, id); err != nil {
+		errs = append(errs, fmt.Errorf("StopPodSandbox %s: %w", id, err))
+	}
+	if err := a.rt.RemovePodSandbox(ctx, id); err != nil {
+		errs = append(errs, fmt.Errorf("RemovePodSandbox %s: %w", id, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agent: remove sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// killPod is the worker's termination: remove everything the pod has.
+func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
+	a.images.forget(pod.UID)
+	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}})
+	if err != nil {
+		a.log.Warn("kill pod: list sandboxes", zap.String("pod", podKey(pod)), zap.Error(err))
+		return err
+	}
+	var errs []error
+	for _, sb := range sbs {
+		if err := a.removeSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err = errors.Join(errs...)
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("kill pod", zap.String("pod", podKey(pod)), zap.Error(err))
+	}
+	a.emit(Event{Type: EventKilled, Pod: podKey(pod), Err: err})
+	return err
+}
+
+// forgetPod drops every per-pod entry once its worker is gone, so churn
+// leaves nothing behind.
+func (a *Agent) forgetPod(uid types.UID) {
+	a.cache.Delete(uid)
+	a.backoff.forgetPrefix(string(uid) + "/")
+	a.pods.remove(uid)
+	a.mu.Lock()
+	delete(a.lastSync, uid)
+	a.mu.Unlock()
+}
+
+func (a *Agent) emit(e Event) {
+	if a.cfg.hook != nil {
+		e.Time = a.clock.Now()
+		a.cfg.hook(e)
+	}
+}
+
+func (a *Agent) plegHealth() (bool, error, string) {
+	if a.evented != nil {
+		ok, err := a.evented.healthy()
+		return ok, err, a.evented.mode()
+	}
+	ok, err := a.relister.healthy()
+	return ok, err, "relist"
+}
+
+// sampleHealth integrates the time PLEG reports unhealthy, after the first
+// successful relist (startup is not a failure).
+func (a *Agent) sampleHealth() {
+	t := a.clock.NewTicker(a.cfg.sampleEvery)
+	defer t.Stop()
+	last := a.clock.Now()
+	seenHealthy := false
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C():
+		}
+		now := a.clock.Now()
+		ok, err, mode := a.plegHealth()
+		if ok {
+			seenHealthy = true
+		} else if seenHealthy {
+			a.unhealthy.add(now.Sub(last))
+		}
+		last = now
+		a.healthStatus.mu.Lock()
+		changed := a.healthStatus.healthy != ok && seenHealthy
+		a.healthStatus.healthy, a.healthStatus.err, a.healthStatus.mode = ok, err, mode
+		a.healthStatus.mu.Unlock()
+		a.metrics.setHealth(ok)
+		if changed {
+			a.emit(Event{Type: EventHealth, Healthy: ok, Err: err})
+		}
+	}
+}

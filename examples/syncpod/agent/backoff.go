@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Crash-loop backoff, the kubelet's constants: the first restart is
+// immediate, then 10 s doubling up to 5 min; a container that ran without
+// crashing for twice the maximum starts over.
+const (
+	CrashLoopInitial = 10 * time.Second
+	CrashLoopMax     = 300 * time.Second
+)
+
+// crashBackoff is a per-key exponential backoff on an injectable clock.
+// Times are the container's finish times, so the decision does not depend
+// on when the sync happens to run.
+type crashBackoff struct {
+	clock        clock.PassiveClock
+	initial, max time.Duration
+
+	mu      sync.Mutex
+	entries map[string]*backoffEntry
+}
+
+type backoffEntry struct {
+	delay      time.Duration
+	lastUpdate time.Time
+}
+
+func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashBackoff {
+	return &crashBackoff{clock: clk, initial: initial, max: max, entries: map[string]*backoffEntry{}}
+}
+
+// inBackoff reports whether key, which last failed at finishedAt, must still
+// wait, and for how long.
+func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	if !ok {
+		return false, 0
+	}
+	if left := e.delay - b.clock.Since(finishedAt); left > 0 {
+		return true, left
+	}
+	return false, 0
+}
+
+// next records a restart of key for a failure at finishedAt and returns
+// the delay the following failure will wait.
+func (b *crashBackoff) next(key string, finishedAt time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	switch {
+	case !ok || finishedAt.Sub(e.lastUpdate) > 2*b.max:
+		e = &backoffEntry{delay: b.initial}
+		b.entries[key] = e
+	default:
+		e.delay *= 2
+		if e.delay > b.max {
+			e.delay = b.max
+		}
+	}
+	e.lastUpdate = finishedAt
+	return e.delay
+}
+
+// forgetPrefix drops every key of a pod (keys are "uid/container").
+func (b *crashBackoff) forgetPrefix(prefix string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.entries {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			delete(b.entries, k)
+		}
+	}
+}
+
+func (b *crashBackoff) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}

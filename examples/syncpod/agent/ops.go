@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxConfig is the CRI sandbox config of pod. Pods use the node's
+// network namespace: the agent sets up no CNI.
+func sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	labels := map[string]string{
+		labelPodUID:       string(pod.UID),
+		labelPodName:      pod.Name,
+		labelPodNamespace: pod.Namespace,
+		managedLabel:      "true",
+	}
+	for k, v := range pod.Labels {
+		if _, reserved := labels[k]; !reserved {
+			labels[k] = v
+		}
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:    pod.Name,
+		Labels:      labels,
+		Annotations: pod.Annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			},
+		},
+	}
+}
+
+// Per-container annotations come from pod annotations
+// "<key>.<container>" where key is a container annotation such as
+// crisim's "crisim.syncpod.io/exit-after": "crisim.syncpod.io/exit-after.app".
+// corev1 has no per-container annotations; this keeps manifests plain pods.
+func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
+	out := map[string]string{}
+	suffix := "." + name
+	for k, v := range pod.Annotations {
+		if strings.HasSuffix(k, suffix) {
+			out[strings.TrimSuffix(k, suffix)] = v
+		}
+	}
+	return out
+}
+
+func containerConfig(pod *corev1.Pod, step containerStart) *runtimeapi.ContainerConfig {
+	c := step.spec
+	ann := containerAnnotations(pod, c.Name)
+	ann[annotationHash] = containerHash(c)
+	kind := "regular"
+	if step.sidecar {
+		kind = "sidecar"
+	} else if step.init {
+		kind = "init"
+	}
+	ann[annotationInit] = kind
+	envs := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		}
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: step.attempt},
+		Image:      &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
+		Command:    c.Command,
+		Args:       c.Args,
+		WorkingDir: c.WorkingDir,
+		Envs:       envs,
+		Labels: map[string]string{
+			labelPodUID:        string(pod.UID),
+			labelPodName:       pod.Name,
+			labelPodNamespace:  pod.Namespace,
+			labelContainerName: c.Name,
+			managedLabel:       "true",
+		},
+		Annotations: ann,
+		Linux:       &runtimeapi.LinuxContainerConfig{},
+	}
+}
+
+// podImages lists the distinct images of pod in start order.
+func podImages(pod *corev1.Pod) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(cs []corev1.Container) {
+		for _, c := range cs {
+			if !seen[c.Image] {
+				seen[c.Image] = true
+				out = append(out, c.Image)
+			}
+		}
+	}
+	add(pod.Spec.InitContainers)
+	add(pod.Spec.Containers)
+	return out
+}
+
+func gracePeriod(pod *corev1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+)
+
+// Mode selects how the agent runs pods.
+type Mode string
+
+const (
+	// ModeSyncPod composes syncpod's building blocks: background pulls that
+	// wake the worker, concurrent starts, evented PLEG with on-demand
+	// inspection and a relist safety net.
+	ModeSyncPod Mode = "syncpod"
+	// ModeBaseline runs pods the way today's kubelet does: serialized pulls
+	// that block the worker, containers started one after another, a 1 s
+	// relist PLEG, and each sync waiting for a relist newer than the last.
+	ModeBaseline Mode = "baseline"
+)
+
+// ParseMode parses "syncpod" or "baseline".
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeSyncPod, ModeBaseline:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want syncpod or baseline)", s)
+}
+
+// The kubelet's periods, before TimeScale.
+const (
+	RelistPeriod           = time.Second       // generic PLEG
+	RelistThreshold        = 3 * time.Minute   // generic PLEG health
+	EventedRelistPeriod    = 300 * time.Second // safety net while the event stream is up
+	EventedRelistThreshold = 10 * time.Minute
+	SyncErrorBackoff       = 10 * time.Second
+	ResyncPeriod           = time.Minute
+	ImagePullBackoff       = 10 * time.Second
+)
+
+// Option configures an Agent.
+type Option func(*config)
+
+type config struct {
+	mode            Mode
+	clock           clock.WithTickerAndDelayedExecution
+	log             *zap.Logger
+	scale           float64
+	registerer      prometheus.Registerer
+	pullParallel    int
+	startParallel   int
+	healthThreshold time.Duration
+	safetyRelist    time.Duration
+	hook            func(Event)
+	sampleEvery     time.Duration
+}
+
+// WithMode selects ModeSyncPod (default) or ModeBaseline.
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithClock injects the clock for back-offs, requeues, periods and
+// latencies (tests use a fake clock).
+func WithClock(clk clock.WithTickerAndDelayedExecution) Option {
+	return func(c *config) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
+}
+
+// WithLogger sets the logger (default zap.NewNop).
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithTimeScale multiplies every kubelet period (relist, thresholds,
+// crash-loop and pull back-off, resync) by f, to match a simulated runtime
+// whose latencies were scaled by the same factor. Default 1.
+func WithTimeScale(f float64) Option {
+	return func(c *config) {
+		if f > 0 {
+			c.scale = f
+		}
+	}
+}
+
+// WithMetrics registers the agent's Prometheus collectors with r.
+func WithMetrics(r prometheus.Registerer) Option { return func(c *config) { c.registerer = r } }
+
+// WithPullParallelism caps concurrent background pulls (syncpod mode).
+func WithPullParallelism(n int) Option { return func(c *config) { c.pullParallel = n } }
+
+// WithStartParallelism caps concurrent container starts per pod (syncpod mode).
+func WithStartParallelism(n int) Option { return func(c *config) { c.startParallel = n } }
+
+// WithHealthThreshold overrides the PLEG health threshold (after scaling
+// is not applied to it).
+func WithHealthThreshold(d time.Duration) Option { return func(c *config) { c.healthThreshold = d } }
+
+// WithSafetyRelist overrides the safety-net relist period of the evented
+// PLEG (not scaled).
+func WithSafetyRelist(d time.Duration) Option { return func(c *config) { c.safetyRelist = d } }
+
+// WithEventHook calls f for each Event (outside the agent's locks).
+func WithEventHook(f func(Event)) Option { return func(c *config) { c.hook = f } }
+
+// WithHealthSampling sets how often PLEG health is sampled for Stats and
+// metrics (default 20 ms).
+func WithHealthSampling(d time.Duration) Option { return func(c *config) { c.sampleEvery = d } }
+
+func (c *config) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.scale)
+}

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// ErrImagePull is matched by pull failures reported to a pod.
+var ErrImagePull = errors.New("ErrImagePull")
+
+// imageGate answers "is this image on the node?" without blocking: a
+// missing image is pulled in the background and the pod is woken when the
+// pull ends. Implemented by the asyncpull adapter and by the baseline's
+// blocking puller (which simply blocks).
+type imageGate interface {
+	// ensure reports whether image is present. When it is not, a pull is
+	// started (or joined) and wake(uid) is called when it ends; err is the
+	// last failure while the image is in pull back-off.
+	ensure(ctx context.Context, uid types.UID, image string, sb *runtimeapi.PodSandboxConfig) (ready bool, err error)
+	// inFlight is the number of pulls running or queued.
+	inFlight() int
+	// forget drops uid's interest in its pulls (the pod was deleted).
+	forget(uid types.UID)
+	close()
+}
+
+// blockingPuller is today's kubelet image manager with serialized pulls:
+// the worker asks the runtime, then pulls and waits; one pull at a time
+// node-wide (serializeImagePulls=true, the default).
+type blockingPuller struct {
+	img   cri.ImageManagerService
+	clock clock.PassiveClock
+	obs   func(image string, d time.Duration, err error) // called after each pull
+
+	serial   sync.Mutex
+	mu       sync.Mutex
+	inflight int
+}
+
+func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string, sb *runtimeapi.PodSandboxConfig) (bool, error) {
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
+	st, err := p.img.ImageStatus(ctx, spec, false)
+	if err != nil {
+		return false, fmt.Errorf("ImageInspectError: %s: %w", image, err)
+	}
+	if st.GetImage() != nil {
+		return true, nil
+	}
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inflight--
+		p.mu.Unlock()
+	}()
+	p.serial.Lock()
+	defer p.serial.Unlock()
+	start := p.clock.Now()
+	_, err = p.img.PullImage(ctx, spec, nil, sb)
+	if p.obs != nil {
+		p.obs(image, p.clock.Since(start), err)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: %s: %w", ErrImagePull, image, err)
+	}
+	return true, nil
+}
+
+func (p *blockingPuller) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight
+}
+
+func (p *blockingPuller) forget(types.UID) {}
+func (p *blockingPuller) close()           {}

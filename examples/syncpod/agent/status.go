@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Labels and annotations the agent puts on what it creates. The pod and
+// container labels are the kubelet's, so crictl and other tools understand
+// them; managedLabel marks what --cleanup may remove.
+const (
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelContainerName = "io.kubernetes.container.name"
+	managedLabel       = "syncpod.io/managed"
+	annotationHash     = "syncpod.io/container-hash"
+	annotationInit     = "syncpod.io/container-kind"
+)
+
+// ContainerState is the agent's view of one container instance.
+type ContainerState int
+
+// Container states, as the PLEG groups them.
+const (
+	StateUnknown ContainerState = iota // created, not started, or unknown
+	StateRunning
+	StateExited
+)
+
+// String implements fmt.Stringer.
+func (s ContainerState) String() string {
+	switch s {
+	case StateRunning:
+		return "running"
+	case StateExited:
+		return "exited"
+	}
+	return "unknown"
+}
+
+// ContainerStatus is one container instance (one attempt).
+type ContainerStatus struct {
+	ID         string
+	Name       string
+	Attempt    uint32
+	State      ContainerState
+	ExitCode   int32
+	CreatedAt  time.Time
+	FinishedAt time.Time
+	Hash       string
+}
+
+// PodStatus is what the runtime has for one pod.
+type PodStatus struct {
+	UID            types.UID
+	SandboxID      string // newest sandbox, "" if none
+	SandboxReady   bool
+	SandboxAttempt uint32
+	OldSandboxes   []string                    // other sandboxes of the pod, to remove
+	Containers     []*ContainerStatus          // all instances, newest first
+	latest         map[string]*ContainerStatus // by name, newest instance
+}
+
+// Latest returns the newest instance of the named container, or nil.
+func (s *PodStatus) Latest(name string) *ContainerStatus {
+	if s == nil || s.latest == nil {
+		return nil
+	}
+	return s.latest[name]
+}
+
+func (s *PodStatus) index() {
+	sort.SliceStable(s.Containers, func(i, j int) bool {
+		a, b := s.Containers[i], s.Containers[j]
+		if a.Attempt != b.Attempt {
+			return a.Attempt > b.Attempt
+		}
+		return a.CreatedAt.After(b.CreatedAt)
+	})
+	s.latest = map[string]*ContainerStatus{}
+	for _, c := range s.Containers {
+		if _, ok := s.latest[c.Name]; !ok {
+			s.latest[c.Name] = c
+		}
+	}
+}
+
+// inspector reads one pod's status from the runtime with two list calls,
+// plus a ContainerStatus call per newly exited container (exit code and
+// finish time). Exited statuses never change, so they are remembered.
+type inspector struct {
+	rt cri.RuntimeService
+
+	mu     sync.Mutex
+	exited map[string]*runtimeapi.ContainerStatus
+}
+
+func newInspector(rt cri.RuntimeService) *inspector {
+	return &inspector{rt: rt, exited: map[string]*runtimeapi.ContainerStatus{}}
+}
+
+func (in *inspector) forget(ids ...string) {
+	in.mu.Lock()
+	for _, id := range ids {
+		delete(in.exited, id)
+	}
+	in.mu.Unlock()
+}
+
+func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, error) {
+	sbs, err := in.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
+	if err != nil {
+		return nil, fmt.Errorf("inspect pod %s: ListPodSandbox: %w", uid, err)
+	}
+	st := &PodStatus{UID: uid}
+	var newest *runtimeapi.PodSandbox
+	for _, sb := range sbs {
+		if newest == nil || sb.GetMetadata().GetAttempt() > newest.GetMetadata().GetAttempt() ||
+			(sb.GetMetadata().GetAttempt() == newest.GetMetadata().GetAttempt() && sb.CreatedAt > newest.CreatedAt) {
+			newest = sb
+		}
+	}
+	for _, sb := range sbs {
+		if sb != newest {
+			st.OldSandboxes = append(st.OldSandboxes, sb.Id)
+		}
+	}
+	if newest == nil {
+		st.index()
+		return st, nil
+	}
+	st.SandboxID = newest.Id
+	st.SandboxReady = newest.State == runtimeapi.PodSandboxState_SANDBOX_READY
+	st.SandboxAttempt = newest.GetMetadata().GetAttempt()
+	cs, err := in.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
+	if err != nil {
+		return nil, fmt.Errorf("inspect pod %s: ListContainers: %w", uid, err)
+	}
+	for _, c := range cs {
+		if c.PodSandboxId != st.SandboxID {
+			continue // containers of an old sandbox are removed with it
+		}
+		s := &ContainerStatus{
+			ID:        c.Id,
+			Name:      c.GetMetadata().GetName(),
+			Attempt:   c.GetMetadata().GetAttempt(),
+			CreatedAt: time.Unix(0, c.CreatedAt),
+			Hash:      c.Annotations[annotationHash],
+		}
+		if n := c.Labels[labelContainerName]; n != "" && s.Name == "" {
+			s.Name = n
+		}
+		switch c.State {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			s.State = StateRunning
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			s.State = StateExited
+			full, err := in.exitedStatus(ctx, c.Id)
+			if err != nil {
+				return nil, err
+			}
+			s.ExitCode = full.ExitCode
+			s.FinishedAt = time.Unix(0, full.FinishedAt)
+		default:
+			s.State = StateUnknown
+		}
+		st.Containers = append(st.Containers, s)
+	}
+	st.index()
+	return st, nil
+}
+
+func (in *inspector) exitedStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	in.mu.Lock()
+	s, ok := in.exited[id]
+	in.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	resp, err := in.rt.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: ContainerStatus: %w", id, err)
+	}
+	s = resp.GetStatus()
+	if s == nil {
+		return nil, fmt.Errorf("inspect container %s: ContainerStatus: empty status", id)
+	}
+	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		in.mu.Lock()
+		in.exited[id] = s
+		in.mu.Unlock()
+	}
+	return s, nil
+}

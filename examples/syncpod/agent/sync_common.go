@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// runSandbox removes the pod's dead sandbox (when there is one) and
+// creates a new one; it returns its id.
+func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, acts *podActions) (string, error) {
+	if acts.killPod {
+		for _, id := range append([]string{st.SandboxID}, st.OldSandboxes...) {
+			if id == "" {
+				continue
+			}
+			if err := a.removeSandbox(ctx, id); err != nil {
+				return "", err
+			}
+		}
+	}
+	id, err := a.rt.RunPodSandbox(ctx, sandboxConfig(pod, acts.sandboxAttempt), "")
+	if err != nil {
+		return "", fmt.Errorf("RunPodSandbox: %w", err)
+	}
+	a.emit(Event{Type: EventSandbox, Pod: podKey(pod), Attempt: acts.sandboxAttempt})
+	return id, nil
+}
+
+// startContainer removes the container's old exited instances, then
+// creates and starts the new one.
+func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, step containerStart) error {
+	for _, id := range step.remove {
+		if err := a.rt.RemoveContainer(ctx, id); err != nil {
+			a.log.Debug("remove old container", zap.String("id", id), zap.Error(err))
+		}
+		a.inspector.forget(id)
+	}
+	id, err := a.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, step), sandboxConfig(pod, sbAttempt))
+	if err != nil {
+		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
+	}
+	if err := a.rt.StartContainer(ctx, id); err != nil {
+		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
+	}
+	a.metrics.containerRuns.Inc()
+	a.emit(Event{Type: EventStarted, Pod: podKey(pod), Container: step.spec.Name, Attempt: step.attempt})
+	return nil
+}
+
+func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerKill) error {
+	if err := a.rt.StopContainer(ctx, k.status.ID, gracePeriod(pod)); err != nil {
+		return fmt.Errorf("StopContainer %s (%s): %w", k.status.Name, k.reason, err)
+	}
+	if err := a.rt.RemoveContainer(ctx, k.status.ID); err != nil {
+		return fmt.Errorf("RemoveContainer %s (%s): %w", k.status.Name, k.reason, err)
+	}
+	a.inspector.forget(k.status.ID)
+	return nil
+}
+
+// observe updates the pod's report from a sync's view and emits the
+// pod-level events.
+func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
+	if d, first := a.pods.observe(pod.UID, a.clock.Now(), st, acts); first {
+		a.metrics.startup.Observe(d.Seconds())
+		a.emit(Event{Type: EventRunning, Pod: podKey(pod), Duration: d})
+	}
+	for _, name := range acts.inBackoff {
+		a.emit(Event{Type: EventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
+	}
+	if acts.finished {
+		a.emit(Event{Type: EventFinished, Pod: podKey(pod)})
+	}
+}
+
+func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
+	if acts.createSandbox {
+		return acts.sandboxAttempt
+	}
+	return st.SandboxAttempt
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/scenario"
+)
+
+type options struct {
+	manifests   string
+	endpoint    string
+	mode        string
+	json        bool
+	logLevel    string
+	metricsAddr string
+	cleanup     bool
+	timeout     time.Duration
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("syncpod", flag.ExitOnError)
+	fs.StringVar(&o.manifests, "manifests", "", "directory of pod manifests to run and watch (empty: a demo burst)")
+	fs.StringVar(&o.endpoint, "runtime-endpoint", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock (empty: an embedded simulated runtime)")
+	fs.StringVar(&o.mode, "mode", "syncpod", "syncpod, or baseline (today's kubelet behaviour, for comparison)")
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090")
+	fs.BoolVar(&o.cleanup, "cleanup", false, "remove the pods this agent made on exit (always done on the embedded runtime)")
+	fs.DurationVar(&o.timeout, "demo-timeout", time.Minute, "demo: give up waiting for the pods after this long")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: syncpod [flags]\n\nRuns pods on a CRI runtime with syncpod's building blocks.\n"+
+			"With no flags it runs a demo burst on an embedded simulated runtime.\n\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "syncpod:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewDevelopmentConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.DisableStacktrace = true
+	return cfg.Build()
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	mode, err := agent.ParseMode(o.mode)
+	if err != nil {
+		return fmt.Errorf("--mode: %w", err)
+	}
+	log, err := newLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	var pods []*corev1.Pod
+	var onPod func(*corev1.Pod) // the embedded runtime learns each manifest's images
+	endpoint := o.endpoint
+	embedded := endpoint == ""
+	if embedded {
+		rtCfg, demo := scenario.Demo()
+		if o.manifests != "" {
+			rtCfg.Images = nil // manifests name their own images: make any reference pullable
+		}
+		srv, err := crisim.Start(rtCfg.Options()...)
+		if err != nil {
+			return fmt.Errorf("start simulated runtime: %w", err)
+		}
+		defer srv.Close()
+		endpoint = srv.Endpoint()
+		if o.manifests != "" {
+			rt := srv.Runtime()
+			onPod = func(p *corev1.Pod) {
+				for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+					rt.AddRegistryImage(c.Image, 20e6)
+				}
+				// A simulated init container has no program to finish:
+				// unless the manifest scripts it, it runs for half a second.
+				for _, c := range p.Spec.InitContainers {
+					key := crisim.AnnotationExitAfter + "." + c.Name
+					if _, set := p.Annotations[key]; !set && (c.RestartPolicy == nil) {
+						if p.Annotations == nil {
+							p.Annotations = map[string]string{}
+						}
+						p.Annotations[key] = "500ms"
+					}
+				}
+			}
+		} else {
+			pods = demo
+		}
+		o.cleanup = true
+	}
+	client, err := criclient.Dial(ctx, endpoint, criclient.WithLogger(log))
+	if err != nil {
+		return fmt.Errorf("connect to runtime %s: %w", endpoint, err)
+	}
+	defer client.Close(context.Background())
+
+	reg := prometheus.NewRegistry()
+	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg))
+	if err != nil {
+		return err
+	}
+	if err := a.Start(); err != nil {
+		return err
+	}
+	stopAgent := func() {
+		a.Stop()
+		if o.cleanup {
+			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := a.Cleanup(cctx); err != nil {
+				log.Warn("cleanup", zap.Error(err))
+			}
+		}
+	}
+	if o.metricsAddr != "" {
+		shutdown, err := serveMetrics(o.metricsAddr, reg, log)
+		if err != nil {
+			stopAgent()
+			return err
+		}
+		defer shutdown()
+	}
+
+	progress := newProgress(out, !o.json && isTerminal(out))
+	start := time.Now()
+	if o.manifests != "" {
+		apply := a.Apply
+		if onPod != nil {
+			apply = func(u agent.PodUpdate) {
+				if u.Op != agent.OpDelete {
+					u.Pod = u.Pod.DeepCopy()
+					onPod(u.Pod)
+				}
+				a.Apply(u)
+			}
+		}
+		src := agent.NewManifestDir(o.manifests, apply, agent.WithManifestLogger(log),
+			agent.WithManifestErrors(func(err error) {
+				progress.clear()
+				fmt.Fprintln(os.Stderr, "manifest error:", err)
+			}))
+		srcErr := make(chan error, 1)
+		go func() { srcErr <- src.Run(ctx) }()
+		err := progress.loop(ctx, a, nil)
+		if e := <-srcErr; e != nil && err == nil {
+			err = e
+		}
+		stopAgent()
+		progress.clear()
+		if err := printSummary(out, a.Snapshot(), a.Stats(), time.Since(start), mode, o.json); err != nil {
+			return err
+		}
+		return err
+	}
+
+	for _, p := range pods {
+		a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "demo"})
+	}
+	dctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	err = progress.loop(dctx, a, demoDone)
+	snap, stats := a.Snapshot(), a.Stats()
+	stopAgent()
+	progress.clear()
+	if perr := printSummary(out, snap, stats, time.Since(start), mode, o.json); perr != nil {
+		return perr
+	}
+	if errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("demo: pods not running after %v", o.timeout)
+	}
+	return err
+}
+
+// demoDone: every pod is running, and the crash-looping one is in back-off.
+func demoDone(s agent.Snapshot) bool {
+	if s.Total == 0 {
+		return false
+	}
+	for _, p := range s.Pods {
+		switch {
+		case p.State == agent.PodRunning && p.Startup > 0:
+		case p.State == agent.PodCrashLoop && p.Restarts >= 1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server", zap.Error(err))
+		}
+	}()
+	log.Info("serving metrics", zap.String("addr", ln.Addr().String()))
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+)
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws one live status line on a terminal.
+type progress struct {
+	out   io.Writer
+	live  bool
+	start time.Time
+	mu    sync.Mutex
+	drawn bool
+}
+
+func newProgress(out io.Writer, live bool) *progress {
+	return &progress{out: out, live: live, start: time.Now()}
+}
+
+// loop redraws the line until ctx is done or done reports true.
+func (p *progress) loop(ctx context.Context, a *agent.Agent, done func(agent.Snapshot) bool) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s := a.Snapshot()
+		p.draw(s)
+		if done != nil && done(s) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (p *progress) draw(s agent.Snapshot) {
+	if !p.live {
+		return
+	}
+	health := "healthy"
+	if !s.PLEGHealthy {
+		health = "UNHEALTHY"
+	}
+	line := fmt.Sprintf("pods running %d/%d · pulls in flight %d · PLEG %s (%s) · %s",
+		s.Running, s.Total, s.PullsInFlight, s.PLEGMode, health, time.Since(p.start).Round(100*time.Millisecond))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "\r\033[K%s", line)
+	p.drawn = true
+}
+
+func (p *progress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.out, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+type summary struct {
+	Mode          string            `json:"mode"`
+	Elapsed       string            `json:"elapsed"`
+	Pods          []agent.PodReport `json:"pods"`
+	Started       int               `json:"started"`
+	P50           string            `json:"startupP50"`
+	P90           string            `json:"startupP90"`
+	P99           string            `json:"startupP99"`
+	WorkerBlocked string            `json:"workerBlocked"`
+	MaxRelist     string            `json:"maxRelist"`
+	PLEGUnhealthy string            `json:"plegUnhealthy"`
+	PLEGMode      string            `json:"plegMode"`
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func printSummary(out io.Writer, s agent.Snapshot, st agent.Stats, elapsed time.Duration, mode agent.Mode, asJSON bool) error {
+	sum := summary{Mode: string(mode), Elapsed: ms(elapsed), Pods: s.Pods, Started: len(st.Startups),
+		P50: ms(agent.Percentile(st.Startups, 50)), P90: ms(agent.Percentile(st.Startups, 90)),
+		P99: ms(agent.Percentile(st.Startups, 99)), WorkerBlocked: ms(st.WorkerBlocked),
+		MaxRelist: ms(st.MaxRelist), PLEGUnhealthy: ms(st.PLEGUnhealthy), PLEGMode: s.PLEGMode}
+	if sum.Pods == nil {
+		sum.Pods = []agent.PodReport{}
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tSTATE\tSTARTUP\tPULL WAIT\tRESTARTS\tMESSAGE")
+	for _, p := range s.Pods {
+		msg := p.Message
+		if len(msg) > 60 {
+			msg = msg[:57] + "..."
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\t%s\n", p.Namespace, p.Name, p.State, ms(p.Startup), ms(p.PullWait), p.Restarts,
+			strings.ReplaceAll(msg, "\n", " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "\nmode %s · %d pods started in %s · startup p50 %s  p90 %s  p99 %s\n"+
+		"worker time blocked %s · max relist %s · PLEG %s, unhealthy for %s\n",
+		sum.Mode, sum.Started, sum.Elapsed, sum.P50, sum.P90, sum.P99, sum.WorkerBlocked, sum.MaxRelist, sum.PLEGMode, sum.PLEGUnhealthy)
+	return err
+}
