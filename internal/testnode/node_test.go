@@ -26,7 +26,13 @@ func ctxT(t *testing.T) context.Context {
 // returning the sandbox and container IDs.
 func runPod(t *testing.T, n *Node, name, image string, args ...string) (string, string, *runtimeapi.PodSandboxConfig) {
 	t.Helper()
-	ctx := ctxT(t)
+	return runPodTB(t, n, name, image, args...)
+}
+
+func runPodTB(t testing.TB, n *Node, name, image string, args ...string) (string, string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	rs, is := n.RuntimeService(), n.ImageService()
 	if _, err := is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatalf("PullImage %s: %v", image, err)
@@ -333,5 +339,72 @@ func TestRealNodeParallelNodes(t *testing.T) {
 				t.Errorf("node sees %d pods, want its own 1", len(pods.GetItems()))
 			}
 		})
+	}
+}
+
+// TestRealNodeEventsAndStop checks what other packages rely on: the CRI
+// event stream reports a container's life, and the workload program's
+// signal handling gives StopContainer the expected exit codes.
+func TestRealNodeEventsAndStop(t *testing.T) {
+	n := Start(t)
+	img := n.PushImage(t, "syncpod/workload")
+
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	stream, err := n.RuntimeService().GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatalf("GetContainerEvents: %v", err)
+	}
+	events := make(chan *runtimeapi.ContainerEventResponse, 100)
+	go func() {
+		defer close(events)
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			events <- ev
+		}
+	}()
+
+	rs := n.RuntimeService()
+	_, polite, _ := runPod(t, n, "polite", img, "pause")
+	_, stubborn, _ := runPod(t, n, "stubborn", img, "ignore-term", "pause")
+	if _, err := rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: polite, Timeout: 30}); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if _, err := rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: stubborn, Timeout: 1}); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if st := n.WaitContainerExited(t, polite, time.Minute); st.GetExitCode() != 0 {
+		t.Errorf("pause stopped by SIGTERM: exit code %d, want 0", st.GetExitCode())
+	}
+	if st := n.WaitContainerExited(t, stubborn, time.Minute); st.GetExitCode() != 137 {
+		t.Errorf("ignore-term stopped by SIGKILL: exit code %d, want 137", st.GetExitCode())
+	}
+
+	want := map[runtimeapi.ContainerEventType]bool{
+		runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT: true,
+		runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT: true,
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT: true,
+	}
+	for len(want) > 0 {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("event stream ended; still waiting for %v", want)
+			}
+			if ev.GetContainerId() == polite {
+				if ev.GetPodSandboxStatus() == nil {
+					t.Errorf("event %v without PodSandboxStatus", ev.GetContainerEventType())
+				}
+				delete(want, ev.GetContainerEventType())
+			}
+		case <-ctx.Done():
+			t.Fatalf("no events %v for %s", want, polite)
+		}
+	}
+	cancel()
+	for range events { // the receiver ends with the stream
 	}
 }
