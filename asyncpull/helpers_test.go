@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/asyncpull"
@@ -229,3 +230,5 @@ func (r *eventRecorder) of(k asyncpull.EventKind) []asyncpull.Event {
 }
 
 func img(i int) string { return fmt.Sprintf("registry.example/app%d:v1", i) }
+
+func asyncpullUID(s string) types.UID { return types.UID(s) }
