@@ -1,0 +1,278 @@
+package pleg
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+)
+
+// podWithContainer makes pod a (sandbox s1) with container c1 in state st
+// known to the fixture's PLEG through a relist.
+func podWithContainer(t *testing.T, f *fixture, st runtimeapi.ContainerState) {
+	t.Helper()
+	f.setSandboxes(fsb{"a", "s1", ready})
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: st, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
+	f.relist()
+	drain(f.p)
+}
+
+func TestEventUpdatesCacheWithEventTime(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	at := t0.Add(3 * time.Second)
+	f.p.handleEvent(containerEvent(evStopped, "c1", at, sbStatus("a", "s1", ready), ctrStatus("c1", exited)))
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "c1"))
+	e, _ := f.cache.get("a")
+	if !e.ts.Equal(at) || !e.status.Timestamp.Equal(at) || f.cache.containerStates("a")["c1"] != exited || len(e.status.SandboxStatuses) != 1 {
+		t.Errorf("cache = %+v at %v, want c1 exited at %v", e.status, e.ts, at)
+	}
+}
+
+func TestEventsOutOfOrder(t *testing.T) {
+	f := newFixture(t)
+	f.setSandboxes(fsb{"a", "s1", ready})
+	f.relist()
+	drain(f.p)
+	sb := sbStatus("a", "s1", ready)
+	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+	// STOPPED (t2) arrives before STARTED (t1).
+	f.p.handleEvent(containerEvent(evStopped, "c1", t2, sb, ctrStatus("c1", exited)))
+	f.p.handleEvent(containerEvent(evStarted, "c1", t1, sb, ctrStatus("c1", running)))
+	f.p.handleEvent(containerEvent(evCreated, "c1", t0, sb, ctrStatus("c1", created)))
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "c1"))
+	e, _ := f.cache.get("a")
+	if !e.ts.Equal(t2) || f.cache.containerStates("a")["c1"] != exited {
+		t.Errorf("older events overwrote newer data: %+v at %v", e.status, e.ts)
+	}
+	// A duplicate STOPPED is not reported again.
+	f.p.handleEvent(containerEvent(evStopped, "c1", t2, sb, ctrStatus("c1", exited)))
+	assertEvents(t, drain(f.p))
+}
+
+// containerd 2.0 sent events with empty containers_statuses (#129818): the
+// PLEG relists the pod instead of caching an empty status.
+func TestEventWithoutContainerStatuses(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	before, _ := f.cache.get("a")
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: exited, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
+	f.p.handleEvent(containerEvent(evStopped, "c1", t0.Add(time.Second), sbStatus("a", "s1", ready)))
+	assertEvents(t, drain(f.p))
+	if after, _ := f.cache.get("a"); after.status != before.status {
+		t.Fatalf("event without statuses overwrote the cache: %+v", after.status)
+	}
+	uids := f.p.takePending()
+	if len(uids) != 1 || uids[0] != "a" {
+		t.Fatalf("pending = %v, want the pod relisted", uids)
+	}
+	f.clock.Step(2 * time.Second)
+	if err := f.p.relistPods(context.Background(), uids); err != nil {
+		t.Fatal(err)
+	}
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "c1"))
+	if s := f.cache.containerStates("a"); s["c1"] != exited {
+		t.Errorf("cache = %v", s)
+	}
+	if st := f.p.Stats(); st.IncompleteEvents != 1 {
+		t.Errorf("IncompleteEvents = %d", st.IncompleteEvents)
+	}
+}
+
+func TestEventWithoutSandboxStatus(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	f.p.handleEvent(containerEvent(evStopped, "c1", t0.Add(time.Second), nil, ctrStatus("c1", exited)))
+	assertEvents(t, drain(f.p))
+	if uids := f.p.takePending(); len(uids) != 1 {
+		t.Errorf("known container: pending = %v, want its pod", uids)
+	}
+	// An unknown container without a sandbox status: full reconcile.
+	want := f.p.reconWant
+	f.p.handleEvent(containerEvent(evStopped, "zz", t0.Add(time.Second), nil))
+	if f.p.reconWant == want {
+		t.Error("unattributable event did not ask for a reconcile relist")
+	}
+}
+
+func TestEventSandboxDeletedDeletesCacheEntry(t *testing.T) {
+	f := newFixture(t)
+	f.setSandboxes(fsb{"a", "s1", ready})
+	f.relist()
+	drain(f.p)
+	sb := sbStatus("a", "s1", notrdy)
+	f.p.handleEvent(containerEvent(evStopped, "s1", t0.Add(time.Second), sb))
+	f.p.handleEvent(containerEvent(evDeleted, "s1", t0.Add(2*time.Second), sb))
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "s1"), ev("a", ContainerRemoved, "s1"))
+	if _, ok := f.cache.get("a"); ok {
+		t.Error("cache entry kept after the sandbox was deleted")
+	}
+}
+
+func TestEventAboutRemovedContainerIgnored(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, exited)
+	f.rt.SetFakeContainers(nil)
+	f.relist()
+	assertEvents(t, drain(f.p), ev("a", ContainerRemoved, "c1"))
+	// containerd replays queued events after a reconnect.
+	f.p.handleEvent(containerEvent(evStopped, "c1", t0, sbStatus("a", "s1", ready), ctrStatus("c1", exited)))
+	assertEvents(t, drain(f.p))
+	if st := f.p.Stats(); st.StaleEvents != 1 {
+		t.Errorf("StaleEvents = %d", st.StaleEvents)
+	}
+}
+
+// modeObserver reports mode changes.
+type modeObserver struct {
+	NopObserver
+	modes chan Mode
+}
+
+func (o *modeObserver) ModeChanged(_, to Mode, _ error) { o.modes <- to }
+
+func waitMode(t *testing.T, o *modeObserver, want Mode) {
+	t.Helper()
+	select {
+	case m := <-o.modes:
+		if m != want {
+			t.Fatalf("mode %v, want %v", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no mode change to %v", want)
+	}
+}
+
+// The stream is cut while a container exits: the PLEG falls back to
+// relisting, reports the exit once from the relist, reconnects (stepping the
+// fake clock through the backoff), reconciles and goes back to evented mode;
+// the replayed STOPPED event is not reported again.
+func TestEventedFallbackAndRecovery(t *testing.T) {
+	f := newFixture(t)
+	src := newEventSource()
+	h := &hookRuntime{Runtime: f.rt, events: src.run}
+	obs := &modeObserver{modes: make(chan Mode, 10)}
+	p, err := New(h, f.cache, WithClock(f.clock), WithObserver(obs), WithReconnectBackoff(time.Second, 4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	f.setSandboxes(fsb{"a", "s1", ready})
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: running, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conn := src.next(t)
+	waitMode(t, obs, ModeEvented)
+	next := func() Event {
+		t.Helper()
+		select {
+		case e := <-p.Watch():
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+			return Event{}
+		}
+	}
+	got := map[Event]int{}
+	for len(got) < 2 {
+		got[next()]++
+	}
+
+	// c1 exits while the stream is cut.
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: exited, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
+	conn.cut <- errCut
+	waitMode(t, obs, ModeRelisting)
+	got[next()]++ // the immediate reconcile relist reports Died(c1)
+	if ok, err := p.Healthy(); !ok {
+		t.Errorf("unhealthy while relisting works: %v", err)
+	}
+	// Reconnect after the backoff (on the fake clock).
+	var conn2 *eventConn
+	waitFor(t, "reconnect", func() bool {
+		select {
+		case conn2 = <-src.conns:
+			return true
+		default:
+			f.clock.Step(time.Second)
+			return false
+		}
+	})
+	waitMode(t, obs, ModeEvented)
+	if p.Mode() != ModeEvented {
+		t.Errorf("Mode() = %v", p.Mode())
+	}
+	// The runtime replays the STOPPED event.
+	conn2.events <- containerEvent(evStopped, "c1", f.clock.Now(), sbStatus("a", "s1", ready), ctrStatus("c1", exited))
+	waitFor(t, "replayed event handled", func() bool { return p.Stats().RuntimeEvents == 1 })
+	if err := p.relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range drain(p) {
+		got[e]++
+	}
+	want := map[Event]int{ev("a", ContainerStarted, "s1"): 1, ev("a", ContainerStarted, "c1"): 1, ev("a", ContainerDied, "c1"): 1}
+	if len(got) != len(want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	for e, n := range want {
+		if got[e] != n {
+			t.Errorf("%v reported %d times, want %d (all: %v)", e, got[e], n, got)
+		}
+	}
+	if st := p.Stats(); st.StreamConnects != 2 || st.StreamErrors < 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// The stream delivers nothing while the runtime stops answering: the
+// probes fail and Healthy turns false after the threshold, then true once
+// the runtime answers again. Over the fake clock, with a runtime that blocks.
+func TestEventedStallUnhealthyThenHealthy(t *testing.T) {
+	f := newFixture(t)
+	src := newEventSource()
+	stall := make(chan struct{})
+	stalled := make(chan struct{}, 1)
+	h := &hookRuntime{Runtime: f.rt, events: src.run}
+	p, err := New(h, f.cache, WithClock(f.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if err := p.relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Healthy(); !ok {
+		t.Fatal(err)
+	}
+	h.setHook("ListPodSandbox", func() {
+		stalled <- struct{}{}
+		<-stall
+	})
+	done := make(chan error)
+	go func() { done <- p.probe(context.Background()) }()
+	<-stalled
+	f.clock.Step(DefaultThreshold + time.Second)
+	ok, err := p.Healthy()
+	if ok || err == nil {
+		t.Fatal("healthy while the runtime has not answered for longer than the threshold")
+	}
+	t.Log(err)
+	h.setHook("ListPodSandbox", nil)
+	close(stall)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// That probe started before the stall: still stale. The next one proves life.
+	if ok, _ := p.Healthy(); ok {
+		t.Error("a probe that started before the stall made it healthy")
+	}
+	if err := p.probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.Healthy(); !ok {
+		t.Errorf("unhealthy after the runtime answered: %v", err)
+	}
+}
