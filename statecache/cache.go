@@ -3,6 +3,8 @@ package statecache
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -12,41 +14,50 @@ import (
 // times, with the freshness semantics of the kubelet's pod status cache
 // (pkg/kubelet/container/cache.go) and none of its global lock.
 //
-// Each key's record is an immutable value in an xsync.MapOf: Get is a
-// lock-free load, and Set/Delete update one key atomically with
-// MapOf.Compute, which locks only that key's hash bucket. GetNewerThan
-// waiters register on the key they wait for, so a Set wakes only that key's
-// waiters, and on a min-heap of global waiters so that UpdateTime wakes only
-// the waiters whose minTime it passes.
+// Keys map to entries in an xsync.MapOf, whose buckets are locked
+// independently and read without locks. Each entry publishes its current
+// record (value, error, modification time) through an atomic pointer, so Get
+// and a ready GetNewerThan take no lock at all. Writers of one key are
+// serialised by that entry's own mutex, so Sets of different pods never
+// wait for each other. Entries are created and removed with MapOf.Compute.
+//
+// GetNewerThan waiters register on the entry of the key they wait for, so a
+// Set wakes only that key's waiters, and on a min-heap of global waiters so
+// that UpdateTime wakes only the waiters whose minTime it passes.
 //
 // The zero Cache is not usable; call New. A Cache must not be copied after
 // first use.
 type Cache[K comparable, V any] struct {
-	slots  *xsync.MapOf[K, slot[V]]
-	global globalTime
-	subs   subscribers[K, V]
+	entries *xsync.MapOf[K, *entry[V]]
+	global  globalTime
+	subs    subscribers[K, V]
 }
 
 // record is one stored value with its error and modification time. Records
-// are never mutated after they are published.
+// are immutable once published.
 type record[V any] struct {
 	value    V
 	err      error
 	modified time.Time
 }
 
-// slot is the map value for one key. It is replaced as a whole inside
-// MapOf.Compute, so a lock-free Load always sees a consistent slot.
-type slot[V any] struct {
-	rec *record[V] // nil: no entry; the slot is then only kept for waiters
+// entry is the state of one key.
+//
+// Lock order: a MapOf bucket lock (inside Compute), then entry.mu. Nothing
+// takes a bucket lock while holding an entry's mu.
+type entry[V any] struct {
+	rec atomic.Pointer[record[V]] // nil: no record (waiters only)
 
-	// changed is closed when rec changes (Set accepted, Delete), waking every
-	// GetNewerThan of this key so they re-check. Nil while no one waits.
+	mu sync.Mutex // serialises changes of rec and the fields below
+	// dead is set when the entry is removed from the map. A writer that finds
+	// a dead entry looks the key up again.
+	dead bool
+	// changed is closed when rec changes (Set accepted, Delete), waking the
+	// key's waiters to re-check. Nil until a waiter needs it.
 	changed chan struct{}
-
-	// waiters counts the GetNewerThan calls blocked on this key. A slot with
-	// neither a record nor waiters is deleted, so waiting for keys that never
-	// appear does not grow the map.
+	// waiters counts the GetNewerThan calls blocked on the key. An entry
+	// with waiters is never removed; one with neither a record nor waiters
+	// is, so waiting for keys that never appear does not grow the map.
 	waiters int
 }
 
@@ -58,21 +69,20 @@ func New[K comparable, V any](opts ...Option) *Cache[K, V] {
 			opt.apply(&o)
 		}
 	}
-	var m *xsync.MapOf[K, slot[V]]
+	var m *xsync.MapOf[K, *entry[V]]
 	if o.sizeHint > 0 {
-		m = xsync.NewMapOf[K, slot[V]](xsync.WithPresize(o.sizeHint))
+		m = xsync.NewMapOf[K, *entry[V]](xsync.WithPresize(o.sizeHint))
 	} else {
-		m = xsync.NewMapOf[K, slot[V]]()
+		m = xsync.NewMapOf[K, *entry[V]]()
 	}
-	return &Cache[K, V]{slots: m}
+	return &Cache[K, V]{entries: m}
 }
 
 // Get returns the value and error stored for key. It never blocks and takes
 // no lock. On a miss it returns the zero V (nil for a pointer V, such as a
 // *PodStatus) and a nil error, like the kubelet returns an empty status.
 func (c *Cache[K, V]) Get(key K) (V, error) {
-	s, _ := c.slots.Load(key)
-	return s.rec.get()
+	return c.load(key).get()
 }
 
 // Set stores value and err for key with modification time timestamp and
@@ -82,28 +92,40 @@ func (c *Cache[K, V]) Get(key K) (V, error) {
 // newer kubelet. An accepted Set wakes the GetNewerThan calls waiting on key
 // (and no others), then calls the subscribers, outside any lock.
 func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updated bool) {
-	// Refusal fast path: a key's modification time only grows (until Delete),
-	// so a newer stored record seen here refuses this Set linearizably.
-	if s, ok := c.slots.Load(key); ok && s.rec != nil && s.rec.modified.After(timestamp) {
-		return false
-	}
-	rec := &record[V]{value: value, err: err, modified: timestamp}
-	var changed chan struct{}
-	c.slots.Compute(key, func(old slot[V], loaded bool) (slot[V], bool) {
-		if loaded && old.rec != nil && old.rec.modified.After(timestamp) {
-			return old, false
+	var rec *record[V]
+	for {
+		e, ok := c.entries.Load(key)
+		if ok {
+			// Lock-free refusal: a live entry's time only grows, so a newer
+			// record seen here refuses this Set linearizably.
+			if old := e.rec.Load(); old != nil && old.modified.After(timestamp) {
+				return false
+			}
+		} else {
+			e, _ = c.entries.LoadOrCompute(key, newEntry[V])
 		}
-		updated = true
-		changed = old.changed
-		return slot[V]{rec: rec, waiters: old.waiters}, false
-	})
-	if changed != nil {
-		close(changed)
-	}
-	if updated {
+		if rec == nil {
+			rec = &record[V]{value: value, err: err, modified: timestamp}
+		}
+		e.mu.Lock()
+		if e.dead {
+			e.mu.Unlock()
+			continue // deleted meanwhile: use the key's new entry
+		}
+		if old := e.rec.Load(); old != nil && old.modified.After(timestamp) {
+			e.mu.Unlock()
+			return false
+		}
+		e.rec.Store(rec)
+		changed := e.changed
+		e.changed = nil
+		e.mu.Unlock()
+		if changed != nil {
+			close(changed)
+		}
 		c.subs.notify(Change[K, V]{Key: key, Value: value, Err: err, Modified: timestamp})
+		return true
 	}
-	return updated
 }
 
 // Delete removes the entry for key. GetNewerThan calls waiting on key are
@@ -113,22 +135,26 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 // tombstone: a later Set with any timestamp is accepted. Subscribers are
 // called (with Deleted set) only if an entry was removed.
 func (c *Cache[K, V]) Delete(key K) {
-	if _, ok := c.slots.Load(key); !ok {
+	if _, ok := c.entries.Load(key); !ok {
 		return
 	}
 	var (
 		changed chan struct{}
 		removed *record[V]
 	)
-	c.slots.Compute(key, func(old slot[V], loaded bool) (slot[V], bool) {
+	c.entries.Compute(key, func(e *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
-			return old, true
+			return e, true
 		}
-		changed, removed = old.changed, old.rec
-		if old.waiters == 0 {
-			return old, true
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		removed = e.rec.Swap(nil)
+		changed, e.changed = e.changed, nil
+		if e.waiters == 0 {
+			e.dead = true
+			return e, true
 		}
-		return slot[V]{waiters: old.waiters}, false
+		return e, false
 	})
 	if changed != nil {
 		close(changed)
@@ -169,9 +195,8 @@ func (c *Cache[K, V]) GlobalTime() (time.Time, bool) {
 // wakes the call; Sets of other keys never touch it.
 func (c *Cache[K, V]) GetNewerThan(ctx context.Context, key K, minTime time.Time) (V, error) {
 	// Lock-free fast path for the common case of an entry that is ready.
-	s, _ := c.slots.Load(key)
-	if c.fresh(s.rec, minTime) {
-		return s.rec.get()
+	if rec := c.load(key); c.fresh(rec, minTime) {
+		return rec.get()
 	}
 	if ctx == nil {
 		var zero V
@@ -182,74 +207,113 @@ func (c *Cache[K, V]) GetNewerThan(ctx context.Context, key K, minTime time.Time
 		return zero, fmt.Errorf("statecache: GetNewerThan: %w", err)
 	}
 
-	var (
-		registered bool // counted in the key's slot.waiters
-		gw         *globalWaiter
-		gwChecked  bool
-	)
-	defer func() {
-		// Runs after a satisfied check (which already unregistered from the
-		// key) or on ctx done; gw may still be in the heap either way.
-		c.global.unregister(gw)
-	}()
+	// Register on the key's entry, checking under its lock, so a Set of key
+	// cannot fall between the check and the registration: either the check
+	// sees the Set's record, or the Set sees (and closes) our channel.
+	e, changed, rec, done := c.register(key, minTime)
+	if done {
+		return rec.get()
+	}
+	// From here e has a waiter (us), so it stays the key's entry.
+	gw := c.global.register(minTime) // nil: the global time already passed minTime
+	defer c.global.unregister(gw)
 	for {
-		// Check and, if not yet satisfied, register on the key in one
-		// Compute, so a Set of key cannot happen between them: either the
-		// check sees its record, or the Set sees (and closes) our channel.
-		var (
-			changed chan struct{}
-			rec     *record[V]
-			done    bool
-		)
-		c.slots.Compute(key, func(old slot[V], loaded bool) (slot[V], bool) {
-			if c.fresh(old.rec, minTime) {
-				done, rec = true, old.rec
-				if registered {
-					old.waiters--
-					registered = false
-				}
-				return old.release()
-			}
-			if !registered {
-				old.waiters++
-				registered = true
-			}
-			if old.changed == nil {
-				old.changed = make(chan struct{})
-			}
-			changed = old.changed
-			return old, false
-		})
-		if done {
-			return rec.get()
-		}
-		if !gwChecked {
-			gwChecked = true
-			// Same pattern on the global time: register, and if UpdateTime
-			// already passed minTime in the meantime, re-check at once.
-			if gw = c.global.register(minTime); gw == nil {
-				continue
-			}
-		}
 		var globalReady <-chan struct{}
 		if gw != nil {
 			globalReady = gw.ready
+		} else {
+			globalReady = closedChan
 		}
 		select {
 		case <-changed:
 		case <-globalReady:
 		case <-ctx.Done():
-			c.slots.Compute(key, func(old slot[V], loaded bool) (slot[V], bool) {
-				if !loaded {
-					return old, true
-				}
-				old.waiters--
-				return old.release()
-			})
+			c.unregister(key, e)
 			var zero V
 			return zero, fmt.Errorf("statecache: GetNewerThan: %w", ctx.Err())
 		}
+		e.mu.Lock()
+		rec = e.rec.Load()
+		if c.fresh(rec, minTime) {
+			e.mu.Unlock()
+			c.unregister(key, e)
+			return rec.get()
+		}
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
+		changed = e.changed
+		e.mu.Unlock()
 	}
+}
+
+// closedChan stands for a wake-up that has already happened.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// register finds or creates key's entry and, unless it already satisfies
+// minTime (done), counts a waiter on it and returns the channel to wait on.
+func (c *Cache[K, V]) register(key K, minTime time.Time) (e *entry[V], changed chan struct{}, rec *record[V], done bool) {
+	for {
+		e, _ = c.entries.LoadOrCompute(key, newEntry[V])
+		e.mu.Lock()
+		if e.dead {
+			e.mu.Unlock()
+			continue
+		}
+		if rec = e.rec.Load(); c.fresh(rec, minTime) {
+			empty := rec == nil && e.waiters == 0
+			e.mu.Unlock()
+			if empty {
+				c.removeIfEmpty(key, e) // we may have just created it
+			}
+			return e, nil, rec, true
+		}
+		e.waiters++
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
+		changed = e.changed
+		e.mu.Unlock()
+		return e, changed, nil, false
+	}
+}
+
+// unregister drops a waiter from e, removing e if it is left empty.
+func (c *Cache[K, V]) unregister(key K, e *entry[V]) {
+	e.mu.Lock()
+	e.waiters--
+	empty := e.waiters == 0 && e.rec.Load() == nil
+	if e.waiters == 0 {
+		e.changed = nil
+	}
+	e.mu.Unlock()
+	if empty {
+		c.removeIfEmpty(key, e)
+	}
+}
+
+// removeIfEmpty removes e from the map if it is still key's entry and holds
+// neither a record nor waiters.
+func (c *Cache[K, V]) removeIfEmpty(key K, e *entry[V]) {
+	c.entries.Compute(key, func(cur *entry[V], loaded bool) (*entry[V], bool) {
+		if !loaded {
+			return cur, true
+		}
+		if cur != e {
+			return cur, false
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.waiters == 0 && e.rec.Load() == nil {
+			e.dead = true
+			return e, true
+		}
+		return e, false
+	})
 }
 
 // Subscribe registers fn to be called after every accepted Set and every
@@ -263,15 +327,23 @@ func (c *Cache[K, V]) Subscribe(fn func(Change[K, V])) (unsubscribe func()) {
 	return c.subs.add(fn)
 }
 
-// fresh reports whether rec (nil: missing) satisfies minTime.
-func (c *Cache[K, V]) fresh(rec *record[V], minTime time.Time) bool {
-	if c.global.after(minTime) {
-		return true
+// load returns key's current record, or nil.
+func (c *Cache[K, V]) load(key K) *record[V] {
+	if e, ok := c.entries.Load(key); ok {
+		return e.rec.Load()
 	}
-	return rec != nil && rec.modified.After(minTime)
+	return nil
 }
 
-// get returns the stored value and error, or the zero V and nil for a nil
+// fresh reports whether rec (nil: missing) satisfies minTime.
+func (c *Cache[K, V]) fresh(rec *record[V], minTime time.Time) bool {
+	if rec != nil && rec.modified.After(minTime) {
+		return true
+	}
+	return c.global.after(minTime)
+}
+
+// get returns the record's value and error, or the zero V and nil for a nil
 // record.
 func (r *record[V]) get() (V, error) {
 	if r == nil {
@@ -281,25 +353,31 @@ func (r *record[V]) get() (V, error) {
 	return r.value, r.err
 }
 
-// release returns s for a Compute callback, deleting it when it holds
-// neither a record nor waiters. With no waiter left, its channel is dropped.
-func (s slot[V]) release() (slot[V], bool) {
-	if s.waiters == 0 {
-		s.changed = nil
-		return s, s.rec == nil
-	}
-	return s, false
-}
+func newEntry[V any]() *entry[V] { return &entry[V]{} }
 
 // waitingOn returns the number of GetNewerThan calls blocked on key and on
 // the global time; for tests.
 func (c *Cache[K, V]) waitingOn(key K) (onKey, onGlobal int) {
-	s, _ := c.slots.Load(key)
-	return s.waiters, c.global.len()
+	if e, ok := c.entries.Load(key); ok {
+		e.mu.Lock()
+		onKey = e.waiters
+		e.mu.Unlock()
+	}
+	return onKey, c.global.len()
 }
 
-// slotCount returns the number of slots in the map, records and waiter
-// placeholders; for tests.
+// slotCount returns the number of entries in the map, with records or
+// waiters; for tests.
 func (c *Cache[K, V]) slotCount() int {
-	return c.slots.Size()
+	return c.entries.Size()
+}
+
+// changedChan returns the channel key's waiters wait on; for tests.
+func (c *Cache[K, V]) changedChan(key K) chan struct{} {
+	if e, ok := c.entries.Load(key); ok {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.changed
+	}
+	return nil
 }

@@ -21,11 +21,11 @@ func TestSetDoesNotTouchOtherKeysWaiters(t *testing.T) {
 			go func() { _, _ = c.GetNewerThan(ctx, k, t0) }()
 		}
 		synctest.Wait()
-		a, _ := c.slots.Load("a")
+		a := c.changedChan("a")
 		c.Set("b", 1, nil, t0.Add(time.Second))
 		synctest.Wait()
 		select {
-		case <-a.changed:
+		case <-a:
 			t.Fatal("Set of b closed a's channel")
 		default:
 		}
