@@ -24,9 +24,9 @@ type event struct {
 	reached Condition
 	// first is set on the node's first event: Start has returned.
 	first bool
-	// final is set on the node's last event; result is then filled in.
+	// final is set on the node's last event; the node's goroutine has then
+	// written its Result into run.results, which the loop may now read.
 	final    bool
-	result   Result
 	failedAt Condition
 }
 
@@ -53,7 +53,8 @@ const (
 
 // run is the state of one Plan.Run call. Everything but the event channel
 // and the wait group is owned by the scheduling loop (the goroutine calling
-// Run); a node goroutine owns only its own local Result until it sends it.
+// Run), except that a launched node's goroutine owns results[i] until it
+// sends its final event.
 type run struct {
 	p       *Plan
 	ctx     context.Context // the caller's
@@ -175,10 +176,9 @@ func (r *run) handle(ev event) {
 		return
 	}
 	r.live--
-	r.results[i] = ev.result
 	r.state[i] = finished
-	if ev.result.Outcome == Failed {
-		r.onFailure(i, ev.failedAt, ev.result.Err)
+	if res := &r.results[i]; res.Outcome == Failed {
+		r.onFailure(i, ev.failedAt, res.Err)
 	}
 }
 
@@ -311,7 +311,8 @@ func (r *run) finish(i int, res *Result, first bool, failedAt Condition, err err
 	if fn := r.p.cfg.onFinished; fn != nil {
 		fn(*res)
 	}
-	r.events <- event{node: i, reached: res.Reached, first: first, final: true, result: *res, failedAt: failedAt}
+	r.results[i] = *res
+	r.events <- event{node: i, reached: res.Reached, first: first, final: true, failedAt: failedAt}
 }
 
 // call runs fn, turning a panic into a *PanicError.
