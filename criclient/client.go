@@ -84,7 +84,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 		clock:    cfg.clock,
 	}
 	for name, spec := range methodSpecs {
-		m := &method{name: name, class: spec.class, exempt: spec.exempt}
+		m := &method{name: name, class: spec.class, exempt: spec.exempt, invalidates: spec.invalidates}
 		switch spec.timeout {
 		case timeoutBase:
 			m.timeout = cfg.baseTimeout

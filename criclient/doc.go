@@ -45,9 +45,12 @@
 //     runtime call (golang.org/x/sync/singleflight). Every answer comes from
 //     a runtime call that started no more than maxAge before the answered
 //     call began, and after every mutation made through this client that had
-//     returned by then. Age is counted from when the refresh started, not
-//     from when it returned. Changes made by others (a container exiting,
-//     another client) show up within maxAge.
+//     returned by then and can change that list (a RunPodSandbox does not
+//     change the container list; see ClassMutating). Age is counted from
+//     when the refresh started, not from when it returned. Past maxAge/2 a
+//     snapshot is refreshed in the background while it is still served, so
+//     callers rarely wait for the runtime. Changes made by others (a
+//     container exiting, another client) show up within maxAge.
 //   - Registry credentials (AuthConfig) never appear in logs or errors;
 //     use RedactAuth or AuthField to print one yourself.
 //   - Close is idempotent, waits for background refreshes, and makes later

@@ -64,9 +64,7 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 	info.InFlight = int(m.inFlight.Add(-1))
 	release()
 
-	if m.class != ClassRead {
-		c.invalidateSnapshots()
-	}
+	c.invalidateSnapshots(m.invalidates)
 	if err != nil {
 		if x.scrub != nil {
 			err = x.scrub(err)
@@ -100,9 +98,14 @@ func invoke0(c *Client, ctx context.Context, name string, x callExtra, fn func(c
 	return err
 }
 
-func (c *Client) invalidateSnapshots() {
-	if c.sandboxes != nil {
+func (c *Client) invalidateSnapshots(inv invalidation) {
+	if c.sandboxes == nil {
+		return
+	}
+	if inv&invSandboxes != 0 {
 		c.sandboxes.invalidate()
+	}
+	if inv&invContainers != 0 {
 		c.containers.invalidate()
 	}
 }

@@ -18,6 +18,15 @@ const (
 	// ClassMutating holds calls that change runtime state: Run/Stop/Remove
 	// PodSandbox, Create/Start/Stop/Remove Container, Update*, Checkpoint*,
 	// RestorePod, ReopenContainerLog, UpdateRuntimeConfig and RemoveImage.
+	//
+	// With WithListSnapshots, a mutation drops the snapshots whose answer it
+	// can change: sandbox calls (RunPodSandbox, UpdatePodSandboxResources)
+	// the sandbox list, container calls (Create/Start/Stop/Remove,
+	// UpdateContainerResources, ReopenContainerLog, CheckpointContainer) the
+	// container list, and StopPodSandbox, RemovePodSandbox, RestorePod,
+	// CheckpointPod and UpdateRuntimeConfig both. RemoveImage changes
+	// neither list. A RunPodSandbox burst therefore leaves the container
+	// snapshot in place.
 	ClassMutating
 	// ClassImagePull holds PullImage.
 	ClassImagePull
@@ -59,11 +68,22 @@ const (
 	timeoutNone                      // no timeout (PullImage, GetContainerEvents)
 )
 
+// invalidation says which List snapshots a mutation can change.
+type invalidation uint8
+
+const (
+	invSandboxes  invalidation = 1 << iota // the ListPodSandbox answer
+	invContainers                          // the ListContainers answer
+	invBoth       = invSandboxes | invContainers
+)
+
 type methodSpec struct {
 	class   Class
 	timeout timeoutKind
 	// exempt calls (the event stream) bypass admission control.
 	exempt bool
+	// invalidates lists the snapshots the call drops when it returns.
+	invalidates invalidation
 }
 
 // methodSpecs lists every CRI method of cri-api's RuntimeService and
@@ -89,20 +109,20 @@ var methodSpecs = map[string]methodSpec{
 	"PortForward":           {class: ClassRead},
 	"GetContainerEvents":    {class: ClassRead, timeout: timeoutNone, exempt: true},
 	// RuntimeService: mutations
-	"RunPodSandbox":             {class: ClassMutating, timeout: timeoutDouble},
-	"StopPodSandbox":            {class: ClassMutating},
-	"RemovePodSandbox":          {class: ClassMutating},
-	"UpdatePodSandboxResources": {class: ClassMutating},
-	"CheckpointPod":             {class: ClassMutating},
-	"RestorePod":                {class: ClassMutating},
-	"CreateContainer":           {class: ClassMutating},
-	"StartContainer":            {class: ClassMutating},
-	"StopContainer":             {class: ClassMutating},
-	"RemoveContainer":           {class: ClassMutating},
-	"UpdateContainerResources":  {class: ClassMutating},
-	"ReopenContainerLog":        {class: ClassMutating},
-	"CheckpointContainer":       {class: ClassMutating},
-	"UpdateRuntimeConfig":       {class: ClassMutating},
+	"RunPodSandbox":             {class: ClassMutating, timeout: timeoutDouble, invalidates: invSandboxes},
+	"StopPodSandbox":            {class: ClassMutating, invalidates: invBoth},
+	"RemovePodSandbox":          {class: ClassMutating, invalidates: invBoth},
+	"UpdatePodSandboxResources": {class: ClassMutating, invalidates: invSandboxes},
+	"CheckpointPod":             {class: ClassMutating, invalidates: invBoth},
+	"RestorePod":                {class: ClassMutating, invalidates: invBoth},
+	"CreateContainer":           {class: ClassMutating, invalidates: invContainers},
+	"StartContainer":            {class: ClassMutating, invalidates: invContainers},
+	"StopContainer":             {class: ClassMutating, invalidates: invContainers},
+	"RemoveContainer":           {class: ClassMutating, invalidates: invContainers},
+	"UpdateContainerResources":  {class: ClassMutating, invalidates: invContainers},
+	"ReopenContainerLog":        {class: ClassMutating, invalidates: invContainers},
+	"CheckpointContainer":       {class: ClassMutating, invalidates: invContainers},
+	"UpdateRuntimeConfig":       {class: ClassMutating, invalidates: invBoth},
 	// ImageManagerService
 	"ListImages":  {class: ClassRead},
 	"ImageStatus": {class: ClassRead},
@@ -113,11 +133,12 @@ var methodSpecs = map[string]methodSpec{
 
 // method is the per-client runtime state of one CRI method.
 type method struct {
-	name     string
-	class    Class
-	exempt   bool
-	timeout  time.Duration // 0: none
-	inFlight atomic.Int64
+	name        string
+	class       Class
+	exempt      bool
+	invalidates invalidation
+	timeout     time.Duration // 0: none
+	inFlight    atomic.Int64
 }
 
 // MethodClass returns the admission class of a CRI method name, and false

@@ -122,10 +122,13 @@ func WithAdmission(class Class, l Limits) Option {
 }
 
 // WithListSnapshots serves ListPodSandbox and ListContainers from a shared
-// snapshot of the runtime's unfiltered list, refreshed when it is older than
-// maxAge. Concurrent refreshes are merged into one runtime call, filters are
-// applied locally, and every mutation made through the client drops the
-// snapshots. Off by default. See the package documentation for the exact
+// snapshot of the runtime's unfiltered list, never older than maxAge
+// (counted from the start of the runtime call that produced it) and
+// refreshed in the background past maxAge/2. Concurrent refreshes are merged
+// into one runtime call, filters are applied locally, and every mutation
+// made through the client drops the snapshots it can change. Off by default.
+// A good maxAge is the period of the most frequent lister (the kubelet's
+// relist runs every second). See the package documentation for the exact
 // guarantee.
 func WithListSnapshots(maxAge time.Duration) Option {
 	return func(c *config) {

@@ -57,18 +57,25 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 	s.mu.Lock()
 	if s.has && now.Sub(s.refreshedAt) <= s.maxAge {
 		items := s.items
+		// Refresh ahead: past half its life, start a background refresh
+		// so that a new snapshot is there before this one expires, even
+		// when the runtime is slow to answer Lists (a store lock held by a
+		// mutation burst). Callers keep getting the current snapshot.
+		if now.Sub(s.refreshedAt) > s.maxAge/2 && !s.joinableLocked(now) {
+			seq, gen := s.newFlightLocked(now)
+			s.mu.Unlock()
+			s.group.DoChan(strconv.FormatUint(seq, 10), func() (any, error) { return s.refresh(seq, gen) })
+			return items, nil
+		}
 		s.mu.Unlock()
 		return items, nil
 	}
 	// Join the newest refresh only if it was requested after the last
-	// mutation and recently enough; otherwise request a new one.
-	if !s.flightOpen || s.flightGen != s.gen || now.Sub(s.flightAt) > s.maxAge {
-		s.flightSeq++
-		s.flightGen = s.gen
-		s.flightAt = now
-		s.flightOpen = true
-	}
+	// invalidation and recently enough; otherwise request a new one.
 	seq, gen := s.flightSeq, s.flightGen
+	if !s.joinableLocked(now) {
+		seq, gen = s.newFlightLocked(now)
+	}
 	s.mu.Unlock()
 
 	ch := s.group.DoChan(strconv.FormatUint(seq, 10), func() (any, error) {
@@ -85,6 +92,21 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 	case <-ctx.Done():
 		return nil, &CallError{Method: s.method, Err: ctx.Err()}
 	}
+}
+
+// joinableLocked reports whether a caller arriving at now may take the
+// answer of the newest refresh: it is still open, was requested after the
+// last invalidation, and no more than maxAge before now.
+func (s *snapshot[T]) joinableLocked(now time.Time) bool {
+	return s.flightOpen && s.flightGen == s.gen && now.Sub(s.flightAt) <= s.maxAge
+}
+
+func (s *snapshot[T]) newFlightLocked(now time.Time) (seq, gen uint64) {
+	s.flightSeq++
+	s.flightGen = s.gen
+	s.flightAt = now
+	s.flightOpen = true
+	return s.flightSeq, s.flightGen
 }
 
 // refresh runs on its own goroutine (singleflight.DoChan) under the client's

@@ -3,6 +3,8 @@ package criclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -16,38 +18,94 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+// TestSnapshotNeverOlderThanBound checks the guarantee as a property: at any
+// moment, a List answer holds every sandbox created more than the bound
+// before it was asked for. Sandboxes are created by another client, so no
+// invalidation helps; refreshes (including background ones) race with the
+// test stepping the clock.
 func TestSnapshotNeverOlderThanBound(t *testing.T) {
+	const bound = time.Second
+	srv := startSim(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	snap := dial(t, srv, criclient.WithClock(clk), criclient.WithListSnapshots(bound))
+	other := dial(t, srv)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	created := map[string]time.Time{}
+	for i := range 300 {
+		clk.Step(time.Duration(rng.Int64N(int64(bound * 7 / 10))))
+		if rng.IntN(2) == 0 {
+			at := clk.Now()
+			id, err := other.RunPodSandbox(ctx, sandboxConfig(fmt.Sprint("p", i)), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			created[id] = at
+		}
+		got, err := snap.ListPodSandbox(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, s := range got {
+			seen[s.GetId()] = true
+		}
+		oldest := clk.Now().Add(-bound)
+		for id, at := range created {
+			if at.Before(oldest) && !seen[id] {
+				t.Fatalf("step %d: sandbox created %v before the List is missing: the answer is older than the bound %v",
+					i, clk.Now().Sub(at), bound)
+			}
+		}
+	}
+	if calls := srv.Runtime().Calls("ListPodSandbox"); calls >= 300 {
+		t.Fatalf("%d runtime calls for 300 Lists: the snapshot was never used", calls)
+	}
+}
+
+// Past half its life a snapshot is still served at once while a refresh runs
+// in the background; past its bound it is not served at all.
+func TestSnapshotRefreshAhead(t *testing.T) {
 	const bound = time.Second
 	srv := startSim(t)
 	rt := srv.Runtime()
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	c := dial(t, srv, criclient.WithClock(clk), criclient.WithListSnapshots(bound))
+	c, err := criclient.Dial(context.Background(), srv.Endpoint(), criclient.WithClock(clk), criclient.WithListSnapshots(bound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
 	ctx := context.Background()
 
-	for _, step := range []struct {
-		advance   time.Duration
-		wantCalls int64
-	}{
-		{0, 1},               // first List refreshes
-		{bound / 2, 1},       // served from the snapshot
-		{bound / 2, 1},       // exactly the bound old: still served
-		{time.Nanosecond, 2}, // older than the bound: refreshed
-		{bound, 2},           // the new snapshot, exactly the bound old
-		{10 * bound, 3},
-	} {
-		clk.Step(step.advance)
+	if _, err := c.ListContainers(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(bound / 2)
+	if _, err := c.ListContainers(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Calls("ListContainers"); got != 1 {
+		t.Fatalf("a snapshot at half its life caused %d runtime calls, want 1", got)
+	}
+
+	rt.HangNext("ListContainers", 1) // the background refresh will hang
+	clk.Step(bound / 4)
+	for range 3 {
 		if _, err := c.ListContainers(ctx, nil); err != nil {
-			t.Fatal(err)
+			t.Fatalf("List while a background refresh hangs: %v", err)
 		}
-		if _, err := c.ListPodSandbox(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		if got := rt.Calls("ListContainers"); got != step.wantCalls {
-			t.Fatalf("after +%v: %d ListContainers runtime calls, want %d", step.advance, got, step.wantCalls)
-		}
-		if got := rt.Calls("ListPodSandbox"); got != step.wantCalls {
-			t.Fatalf("after +%v: %d ListPodSandbox runtime calls, want %d", step.advance, got, step.wantCalls)
-		}
+	}
+	eventually(t, "the background refresh", func() bool { return rt.InFlight("ListContainers") == 1 })
+	if got := rt.Calls("ListContainers"); got != 2 {
+		t.Fatalf("%d runtime calls, want 2 (one background refresh)", got)
+	}
+
+	clk.Step(bound/4 + time.Nanosecond) // the snapshot is now older than the bound
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.ListContainers(short, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("List with an expired snapshot and a hung refresh = %v, want to wait for the refresh", err)
 	}
 }
 
@@ -110,6 +168,31 @@ func TestSnapshotInvalidatedByMutation(t *testing.T) {
 	if rt.Calls("ListContainers") != before {
 		t.Fatal("an unchanged snapshot was not reused")
 	}
+	// A mutation drops only the lists it can change.
+	sandboxCalls := rt.Calls("ListPodSandbox")
+	if _, err := c.RunPodSandbox(ctx, sandboxConfig("q"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListContainers(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rt.Calls("ListContainers") != before {
+		t.Fatal("RunPodSandbox dropped the container snapshot")
+	}
+	if _, err := c.ListPodSandbox(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rt.Calls("ListPodSandbox") != sandboxCalls+1 {
+		t.Fatal("RunPodSandbox did not drop the sandbox snapshot")
+	}
+	if err := c.StopPodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	exited, err := c.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}})
+	if err != nil || len(exited) != 1 {
+		t.Fatalf("after StopPodSandbox the container list is stale: %v, %v", exited, err)
+	}
+	before = rt.Calls("ListContainers")
 	// A failed mutation also invalidates: it may have been applied in part.
 	if err := c.StartContainer(ctx, "no-such-container"); status.Code(err) != codes.NotFound {
 		t.Fatalf("StartContainer(unknown) = %v", err)
