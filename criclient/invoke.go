@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -58,7 +59,7 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 	}
 
 	res, err := fn(callCtx)
-	timedOut := err != nil && timeout > 0 && errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	timedOut := err != nil && timeout > 0 && ourDeadlineHit(ctx, callCtx, err)
 	cancel()
 	info.Latency = c.clock.Since(admitted)
 	info.InFlight = int(m.inFlight.Add(-1))
@@ -108,4 +109,23 @@ func (c *Client) invalidateSnapshots(inv invalidation) {
 	if inv&invContainers != 0 {
 		c.containers.invalidate()
 	}
+}
+
+// ourDeadlineHit reports whether a failed call ended because of the deadline
+// this client set, not the caller's. The runtime may answer DeadlineExceeded
+// (its copy of the deadline fired) before the client's timer has run, so the
+// deadline is compared with the wall clock (gRPC deadlines are wall-clock).
+func ourDeadlineHit(parent, callCtx context.Context, err error) bool {
+	if parent.Err() != nil {
+		return false
+	}
+	if !errors.Is(callCtx.Err(), context.DeadlineExceeded) && status.Code(err) != codes.DeadlineExceeded {
+		return false
+	}
+	ours, ok := callCtx.Deadline()
+	if !ok || time.Now().Before(ours) {
+		return false
+	}
+	theirs, ok := parent.Deadline()
+	return !ok || theirs.After(ours)
 }

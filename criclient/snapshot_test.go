@@ -185,6 +185,12 @@ func TestSnapshotInvalidatedByMutation(t *testing.T) {
 	if rt.Calls("ListPodSandbox") != sandboxCalls+1 {
 		t.Fatal("RunPodSandbox did not drop the sandbox snapshot")
 	}
+	if err := c.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListContainers(ctx, nil); err != nil { // a snapshot with the container running
+		t.Fatal(err)
+	}
 	if err := c.StopPodSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
