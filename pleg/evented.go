@@ -272,6 +272,7 @@ func (p *PLEG) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 		if rec.status == nil || !ts.Before(rec.status.Timestamp) {
 			p.writeStatusLocked(rec, mergeStatus(rec, sb, statuses, ts))
 		}
+		p.verifyLocked(rec)
 	}
 	p.publishLocked(evs)
 }

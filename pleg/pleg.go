@@ -77,6 +77,9 @@ type Stats struct {
 	// StreamConnects and StreamErrors count event stream connections and
 	// failures.
 	StreamConnects, StreamErrors uint64
+	// Resyncs counts pods relisted because the status in the cache lagged
+	// behind the reported events.
+	Resyncs uint64
 }
 
 // New returns a PLEG over rt that writes cache. It does nothing until Start.
@@ -322,6 +325,48 @@ func (p *PLEG) writeStatusLocked(rec *podRecord, st *PodStatus) bool {
 		rec.status = st
 	}
 	return ok
+}
+
+// verifyLocked checks that the newest status written for rec agrees with
+// what the records say (the events delivered). They can disagree when the
+// cache kept a status with a newer time but older content (an event whose
+// CreatedAt is after a relist's start, carrying statuses gathered before
+// the relist's inspection). The pod is then relisted on demand: the pod
+// relist's newer timestamp makes the cache take the fresh status, so the
+// cache never stays behind the events.
+func (p *PLEG) verifyLocked(rec *podRecord) {
+	if rec == nil || p.pods[rec.uid] != rec {
+		return
+	}
+	if statusAgrees(rec) {
+		return
+	}
+	p.stats.Resyncs++
+	p.pending[rec.uid] = struct{}{}
+	signal(p.wakePods)
+}
+
+func statusAgrees(rec *podRecord) bool {
+	st := rec.status
+	if st == nil {
+		return false
+	}
+	n := 0
+	for _, s := range st.SandboxStatuses {
+		e := rec.entities[s.GetId()]
+		if e == nil || e.state != sandboxState(s.GetState()) {
+			return false
+		}
+		n++
+	}
+	for _, s := range st.ContainerStatuses {
+		e := rec.entities[s.GetId()]
+		if e == nil || e.state != containerState(s.GetState()) {
+			return false
+		}
+		n++
+	}
+	return n == len(rec.entities)
 }
 
 // publishLocked delivers evs without blocking. An event that does not fit

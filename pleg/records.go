@@ -110,6 +110,9 @@ type podObservation struct {
 	// complete: recorded entities missing from entities are gone, if the
 	// PLEG learned about them before seq (lists).
 	complete bool
+	// sandboxedOnly: the source listed containers by sandbox, so it proves
+	// nothing about containers recorded without a sandbox.
+	sandboxedOnly bool
 	// gone holds ids that are certainly removed (DELETED events, NotFound
 	// on inspection of a listed id).
 	gone map[string]entityKind
@@ -196,6 +199,9 @@ func plan(rec *podRecord, obs *podObservation, tombstoned func(string) bool) []c
 				continue
 			}
 			if _, isGone := obs.gone[id]; isGone {
+				continue
+			}
+			if obs.sandboxedOnly && e.kind == kindContainer && e.sandboxID == "" {
 				continue
 			}
 			if applies(e.state, e.seq, stateNonExistent, obs.seq, false) {

@@ -204,6 +204,7 @@ func (p *PLEG) commitInspectionLocked(in inspection, ts time.Time) []Event {
 		}
 	}
 	p.writeStatusLocked(rec, filterStatus(in.status, rec))
+	p.verifyLocked(rec)
 	return evs
 }
 
@@ -370,7 +371,9 @@ func (p *PLEG) relistPods(ctx context.Context, uids []types.UID) error {
 	}
 	want := map[types.UID]*podObservation{}
 	for _, uid := range uids {
-		want[uid] = newObservation(uid, seq, true)
+		o := newObservation(uid, seq, true)
+		o.sandboxedOnly = true
+		want[uid] = o
 	}
 	for _, sb := range sbs {
 		o := want[types.UID(sb.GetMetadata().GetUid())]

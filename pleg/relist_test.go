@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
@@ -378,5 +379,21 @@ func TestStartStopLifecycle(t *testing.T) {
 	}
 	if ok, err := f.p.Healthy(); ok || !errors.Is(err, ErrStopped) {
 		t.Errorf("Healthy after Stop: %v %v", ok, err)
+	}
+}
+
+// A pod relist lists containers by sandbox: it must not remove containers
+// it cannot see that way (attributed by the kubelet's label only).
+func TestRequestRelistKeepsContainersWithoutSandbox(t *testing.T) {
+	f := newFixture(t)
+	f.setContainers(fc{"a", "c1", running})
+	f.relist()
+	drain(f.p)
+	if err := f.p.relistPods(context.Background(), []types.UID{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	assertEvents(t, drain(f.p))
+	if _, ok := f.cache.get("a"); !ok {
+		t.Error("pod relist deleted a pod whose containers have no sandbox")
 	}
 }
