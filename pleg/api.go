@@ -116,4 +116,3 @@ func (m Mode) String() string {
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
-

@@ -34,15 +34,15 @@ const (
 
 type config struct {
 	period, threshold, safetyNet, probe time.Duration
-	capacity, parallelism              int
-	timeout                            time.Duration
-	reconnectInitial, reconnectMax     time.Duration
-	tombstoneTTL                       time.Duration
-	events, changed                    bool
-	clock                              clock.Clock
-	logger                             *zap.Logger
-	observer                           Observer
-	errs                               []*ConfigError
+	capacity, parallelism               int
+	timeout                             time.Duration
+	reconnectInitial, reconnectMax      time.Duration
+	tombstoneTTL                        time.Duration
+	events, changed                     bool
+	clock                               clock.Clock
+	logger                              *zap.Logger
+	observer                            Observer
+	errs                                []*ConfigError
 }
 
 // Option configures a PLEG.
