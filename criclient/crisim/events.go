@@ -1,6 +1,8 @@
 package crisim
 
 import (
+	"context"
+	"fmt"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -14,16 +16,23 @@ import (
 type eventHub struct {
 	buffer   int
 	subs     map[*subscriber]struct{}
-	dropNext int   // DropNextEvents budget
-	cutAfter int   // CutEventStreamsAfter for new streams; < 0: off
-	dropped  int64 // lost to full subscriber buffers
-	skipped  int64 // lost to DropNextEvents
+	dropNext int           // DropNextEvents budget
+	cutAfter int           // CutEventStreamsAfter for new streams; < 0: off
+	dropped  int64         // lost to full subscriber buffers
+	skipped  int64         // lost to DropNextEvents
+	changed  chan struct{} // closed and replaced when subs changes
 }
 
 func (h *eventHub) init(buffer int) {
 	h.buffer = buffer
 	h.subs = map[*subscriber]struct{}{}
 	h.cutAfter = -1
+	h.changed = make(chan struct{})
+}
+
+func (h *eventHub) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
 type subscriber struct {
@@ -78,10 +87,12 @@ func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream gr
 	}
 	s.limit.Store(int64(r.events.cutAfter))
 	r.events.subs[s] = struct{}{}
+	r.events.notifyLocked()
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		delete(r.events.subs, s)
+		r.events.notifyLocked()
 		r.mu.Unlock()
 	}()
 
@@ -142,6 +153,28 @@ func (r *Runtime) Subscribers() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.events.subs)
+}
+
+// WaitSubscribers blocks until at least n GetContainerEvents streams are
+// open, or ctx ends (returning its error) or the runtime closes (ErrClosed).
+// Call it after opening a stream and before acting, so the stream sees the
+// events.
+func (r *Runtime) WaitSubscribers(ctx context.Context, n int) error {
+	for {
+		r.mu.RLock()
+		have, changed := len(r.events.subs), r.events.changed
+		r.mu.RUnlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("crisim: wait for %d subscribers (have %d): %w", n, have, ctx.Err())
+		case <-r.done:
+			return fmt.Errorf("crisim: wait for %d subscribers: %w", n, ErrClosed)
+		}
+	}
 }
 
 // EventsLost returns how many event deliveries were lost: to full

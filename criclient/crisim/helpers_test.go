@@ -104,7 +104,9 @@ func (n *node) events(t testing.TB, ctx context.Context) runtimeapi.RuntimeServi
 	if err != nil {
 		t.Fatalf("GetContainerEvents: %v", err)
 	}
-	waitFor(t, "subscriber registered", func() bool { return n.rt.Subscribers() > before })
+	if err := n.rt.WaitSubscribers(ctx, before+1); err != nil {
+		t.Fatalf("WaitSubscribers: %v", err)
+	}
 	return stream
 }
 

@@ -93,11 +93,12 @@ func WithMaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrenc
 // WithStoreLock turns on the store-lock model: sandbox and container
 // mutations (Run/Stop/RemovePodSandbox, Create/Start/Stop/RemoveContainer)
 // hold the metadata store for their whole latency, and ListPodSandbox and
-// ListContainers need the store free of mutations. Mutations share the store
-// with each other and Lists share it with each other; waiting is FIFO by
-// group, so a List queues behind the mutations in flight when it arrives and
-// mutations that arrive after it queue behind the List. This is the
-// behaviour that makes List latency explode during a pod-creation burst.
+// ListContainers need it free of mutations. Mutations share the store with
+// each other, and so do Lists; the lock is phase-fair: a List waits for the
+// mutations in flight when it arrived (mutations arriving after it wait for
+// it), then all waiting Lists run together. This is what makes List latency
+// climb to the latency of the slowest RunPodSandbox during a pod-creation
+// burst, as on containerd. Status calls and image calls do not take it.
 func WithStoreLock() Option { return func(c *config) { c.storeLock = true } }
 
 // WithImage makes an image already present on the node. ref is normalised

@@ -12,36 +12,41 @@ type lockGroup int
 const (
 	groupMutation lockGroup = iota
 	groupList
+	numGroups
 )
 
-// storeLock is a context-aware group lock with FIFO fairness between groups:
-// a waiter is admitted only when it is at the head of the queue and the
-// holders (if any) are of its group. It models containerd's metadata store,
-// where Lists wait for the writes in flight when they arrive, without
-// serialising the writes against each other.
+func (g lockGroup) other() lockGroup { return 1 - g }
+
+// storeLock is a context-aware, phase-fair group lock. Members of the
+// holding group are admitted at once unless the other group is waiting;
+// when the last holder leaves, every waiter of the other group is admitted
+// together. So a List waits only for the mutations in flight when it
+// arrived, and a mutation arriving behind a waiting List waits only for that
+// batch of Lists — neither group can starve the other. It models
+// containerd's metadata store, where Lists queue behind in-flight writes,
+// without serialising the writes against each other.
 type storeLock struct {
 	mu      sync.Mutex
 	holders int
 	group   lockGroup
-	queue   []*storeWaiter
+	waiting [numGroups][]*storeWaiter
 }
 
 type storeWaiter struct {
-	group lockGroup
 	ready chan struct{}
 }
 
 // acquire blocks until g holds the store or ctx ends.
 func (l *storeLock) acquire(ctx context.Context, g lockGroup) error {
 	l.mu.Lock()
-	if len(l.queue) == 0 && (l.holders == 0 || l.group == g) {
+	if len(l.waiting[g.other()]) == 0 && (l.holders == 0 || l.group == g) {
 		l.holders++
 		l.group = g
 		l.mu.Unlock()
 		return nil
 	}
-	w := &storeWaiter{group: g, ready: make(chan struct{})}
-	l.queue = append(l.queue, w)
+	w := &storeWaiter{ready: make(chan struct{})}
+	l.waiting[g] = append(l.waiting[g], w)
 	l.mu.Unlock()
 
 	select {
@@ -50,20 +55,21 @@ func (l *storeLock) acquire(ctx context.Context, g lockGroup) error {
 	case <-ctx.Done():
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	select {
 	case <-w.ready:
-		// Granted while we were giving up: hand the slot back.
+		// Granted while we were giving up: hand the hold back.
 		l.holders--
 	default:
-		for i, q := range l.queue {
-			if q == w {
-				l.queue = append(l.queue[:i], l.queue[i+1:]...)
+		q := l.waiting[g]
+		for i, x := range q {
+			if x == w {
+				l.waiting[g] = append(q[:i:i], q[i+1:]...)
 				break
 			}
 		}
 	}
-	l.grantLocked()
-	l.mu.Unlock()
+	l.switchLocked()
 	return ctx.Err()
 }
 
@@ -71,19 +77,25 @@ func (l *storeLock) acquire(ctx context.Context, g lockGroup) error {
 func (l *storeLock) release() {
 	l.mu.Lock()
 	l.holders--
-	l.grantLocked()
+	l.switchLocked()
 	l.mu.Unlock()
 }
 
-func (l *storeLock) grantLocked() {
-	for len(l.queue) > 0 {
-		w := l.queue[0]
-		if l.holders > 0 && l.group != w.group {
+// switchLocked admits a whole waiting group once the store is free,
+// preferring the group that did not hold it last.
+func (l *storeLock) switchLocked() {
+	if l.holders > 0 {
+		return
+	}
+	for _, g := range []lockGroup{l.group.other(), l.group} {
+		if q := l.waiting[g]; len(q) > 0 {
+			l.group = g
+			l.holders = len(q)
+			l.waiting[g] = nil
+			for _, w := range q {
+				close(w.ready)
+			}
 			return
 		}
-		l.holders++
-		l.group = w.group
-		l.queue = l.queue[1:]
-		close(w.ready)
 	}
 }
