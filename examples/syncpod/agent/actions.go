@@ -106,6 +106,9 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		if cs.State == StateExited {
 			continue
 		}
+		if l := status.Latest(cs.Name); l != nil && l.Assumed && cs.Attempt <= l.Attempt {
+			continue // just started by us; the status has not caught up
+		}
 		spec, ok := specs[cs.Name]
 		switch {
 		case !ok:
@@ -210,7 +213,9 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		case latest == nil:
 			a.start = append(a.start, step)
 		case latest.State == StateRunning:
-			running++
+			if !latest.Assumed {
+				running++
+			}
 		case latest.State == StateExited:
 			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways ||
 				(pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && latest.ExitCode != 0)

@@ -33,9 +33,10 @@ type Agent struct {
 	backoff   *crashBackoff
 	images    imageGate
 	workers   *podWorkers
-	relister  *relister
-	evented   *eventedPLEG
+	relister  *relister         // baseline: the generic relisting PLEG
+	lifecycle *eventedLifecycle // syncpod: the pleg package
 	pods      *podRecords
+	expects   map[types.UID]*expectations // syncpod: what workers did and have not seen yet
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -92,7 +93,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
 	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
-		lastSync: map[types.UID]time.Time{}}
+		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.registerer)
 	if err != nil {
@@ -125,22 +126,13 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.relister = newRelister(rt, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.workers.Wake, observeRelist)
 	} else {
-		threshold := cfg.healthThreshold
-		if threshold == 0 {
-			threshold = cfg.scaled(EventedRelistThreshold)
-		}
-		slow := cfg.safetyRelist
-		if slow == 0 {
-			slow = cfg.scaled(EventedRelistPeriod)
-		}
 		a.images = newImageGate(img, a.clock, a.log, cfg, a.workers.Wake, observePull)
-		a.evented = &eventedPLEG{rt: rt, clock: a.clock, log: a.log, wake: a.workers.Wake,
-			fastPeriod: cfg.scaled(RelistPeriod), slowPeriod: slow, retryMax: cfg.scaled(5 * time.Second)}
-		// The safety-net relist only wakes workers: each worker inspects
-		// its own pod on demand and writes the cache itself.
-		a.relister = newRelister(rt, a.clock, a.log, a.inspector, a.evented.period,
-			threshold, nil, a.workers.Wake, observeRelist)
-		a.evented.relist = a.relister
+		l, err := newEventedLifecycle(a)
+		if err != nil {
+			a.images.close()
+			return nil, fmt.Errorf("agent: New: %w", err)
+		}
+		a.lifecycle = l
 	}
 	return a, nil
 }
@@ -163,8 +155,8 @@ func (a *Agent) Start() error {
 	a.wg.Add(2)
 	go func() {
 		defer a.wg.Done()
-		if a.evented != nil {
-			a.evented.run(a.ctx)
+		if a.lifecycle != nil {
+			a.lifecycle.run(a.ctx)
 		} else {
 			a.relister.run(a.ctx)
 		}
@@ -296,10 +288,15 @@ func (a *Agent) forgetPod(uid types.UID) {
 	a.pods.remove(uid)
 	a.mu.Lock()
 	delete(a.lastSync, uid)
+	delete(a.expects, uid)
 	a.mu.Unlock()
 }
 
 func (a *Agent) emit(e Event) {
+	if ce := a.log.Check(zap.DebugLevel, string(e.Type)); ce != nil {
+		ce.Write(zap.String("pod", e.Pod), zap.String("container", e.Container), zap.String("image", e.Image),
+			zap.Uint32("attempt", e.Attempt), zap.Duration("duration", e.Duration), zap.Error(e.Err))
+	}
 	if a.cfg.hook != nil {
 		e.Time = a.clock.Now()
 		a.cfg.hook(e)
@@ -307,9 +304,9 @@ func (a *Agent) emit(e Event) {
 }
 
 func (a *Agent) plegHealth() (bool, error, string) {
-	if a.evented != nil {
-		ok, err := a.evented.healthy()
-		return ok, err, a.evented.mode()
+	if a.lifecycle != nil {
+		ok, err := a.lifecycle.p.Healthy()
+		return ok, err, a.lifecycle.p.Mode().String()
 	}
 	ok, err := a.relister.healthy()
 	return ok, err, "relist"
@@ -345,4 +342,22 @@ func (a *Agent) sampleHealth() {
 			a.emit(Event{Type: EventHealth, Healthy: ok, Err: err})
 		}
 	}
+}
+
+func (a *Agent) expectationsFor(uid types.UID) *expectations {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.expects[uid]
+	if !ok {
+		e = &expectations{}
+		a.expects[uid] = e
+	}
+	return e
+}
+
+func (a *Agent) maxRelist() time.Duration {
+	if a.lifecycle != nil {
+		return a.lifecycle.relistMax()
+	}
+	return a.relister.maxRelist()
 }

@@ -41,6 +41,9 @@ const (
 	SyncErrorBackoff       = 10 * time.Second
 	ResyncPeriod           = time.Minute
 	ImagePullBackoff       = 10 * time.Second
+	// ExpectationTimeout: how long a worker trusts that what it just did
+	// will show in the event-fed status before it asks for a pod relist.
+	ExpectationTimeout = 2 * time.Second
 )
 
 // Option configures an Agent.

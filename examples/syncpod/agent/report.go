@@ -288,12 +288,12 @@ type Stats struct {
 // Stats returns the agent's totals so far.
 func (a *Agent) Stats() Stats {
 	a.mu.Lock()
-	last := len(a.lastSync)
+	last := len(a.lastSync) + len(a.expects)
 	a.mu.Unlock()
 	return Stats{
 		Startups:      a.pods.startupLatencies(),
 		WorkerBlocked: a.blocked.get(),
-		MaxRelist:     a.relister.maxRelist(),
+		MaxRelist:     a.maxRelist(),
 		PLEGUnhealthy: a.unhealthy.get(),
 		Workers:       a.workers.Len(),
 		CacheEntries:  a.pods.len() + last + a.backoff.len() + a.cacheLen(),

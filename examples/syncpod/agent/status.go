@@ -56,6 +56,7 @@ type ContainerStatus struct {
 	CreatedAt  time.Time
 	FinishedAt time.Time
 	Hash       string
+	Assumed    bool // started by this agent, not yet seen in the status
 }
 
 // PodStatus is what the runtime has for one pod.

@@ -18,10 +18,25 @@ import (
 // container's exit is picked up when the pull or the PLEG wakes the worker.
 func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	now := a.clock.Now()
-	st, err := a.inspector.inspect(ctx, pod.UID)
-	if err != nil {
-		a.cache.Set(pod.UID, nil, err, now)
+	expectWait := a.cfg.scaled(ExpectationTimeout)
+	st, err := a.lifecycle.status(pod.UID)
+	if err != nil { // the PLEG could not inspect the pod: ask again
+		_ = a.lifecycle.p.RequestRelist(pod.UID)
 		return syncResult{err: err}
+	}
+	exp := a.expectationsFor(pod.UID)
+	waitSandbox, pending := exp.apply(st)
+	if pending {
+		if age := exp.age(now); age > 2*expectWait {
+			exp.reset() // the status is the truth again
+			st, _ = a.lifecycle.status(pod.UID)
+			waitSandbox, pending = false, false
+		} else if age > expectWait {
+			_ = a.lifecycle.p.RequestRelist(pod.UID)
+		}
+	}
+	if waitSandbox {
+		return syncResult{requeueAfter: expectWait}
 	}
 	a.cache.Set(pod.UID, st, nil, now)
 	acts := computePodActions(pod, st, a.backoff, true)
@@ -58,6 +73,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		if err != nil {
 			return syncResult{err: err}
 		}
+		exp.sandbox(id, a.clock.Now())
 		sandboxID = id
 	}
 
@@ -71,10 +87,13 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 			errs = append(errs, err)
 		}
 	}
-	if err := a.startSteps(ctx, pod, sandboxID, sbAttempt, acts, ready); err != nil {
+	if err := a.startSteps(ctx, pod, sandboxID, sbAttempt, acts, ready, exp); err != nil {
 		errs = append(errs, err)
 	}
 	res := syncResult{requeueAfter: a.cfg.scaled(ResyncPeriod)}
+	if pending && expectWait < res.requeueAfter {
+		res.requeueAfter = expectWait
+	}
 	if acts.backoffWait > 0 && acts.backoffWait < res.requeueAfter {
 		res.requeueAfter = acts.backoffWait
 	}
@@ -99,7 +118,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 // not present yet or at a regular init container (it must exit first), and,
 // when init is done, every regular container whose image is present,
 // concurrently.
-func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, acts *podActions, ready map[string]bool) error {
+func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, acts *podActions, ready map[string]bool, exp *expectations) error {
 	for _, step := range acts.initSteps {
 		if !ready[step.spec.Image] {
 			return nil
@@ -108,6 +127,7 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, sandboxID strin
 			a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: step.spec.Name, Err: err})
 			return err
 		}
+		exp.container(step.spec.Name, step.attempt, a.clock.Now())
 		if !step.sidecar {
 			return nil
 		}
@@ -129,7 +149,9 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, sandboxID strin
 				mu <- struct{}{}
 				errs = append(errs, err)
 				<-mu
+				return nil
 			}
+			exp.container(step.spec.Name, step.attempt, a.clock.Now())
 			return nil // one failed container does not stop the others
 		})
 	}

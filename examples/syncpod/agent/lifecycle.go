@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/pleg"
+	"github.com/syncpod/syncpod/statecache"
+)
+
+// eventedLifecycle is syncpod mode's status source: the pleg package on
+// the runtime's event stream (relisting while it is down) keeps a
+// statecache of pleg.PodStatus current, and its events wake the workers.
+// Workers read the cache without List calls, which queue behind every
+// mutation in flight on a busy runtime.
+type eventedLifecycle struct {
+	p     *pleg.PLEG
+	cache *statecache.Cache[types.UID, *pleg.PodStatus]
+	wake  func(types.UID)
+	log   *zap.Logger
+
+	mu        sync.Mutex
+	maxRelist time.Duration
+}
+
+type plegObserver struct {
+	pleg.NopObserver
+	l *eventedLifecycle
+	m *metrics
+}
+
+func (o plegObserver) Relisted(r pleg.RelistResult) {
+	o.m.relist.Observe(r.Duration.Seconds())
+	o.l.mu.Lock()
+	if r.Duration > o.l.maxRelist {
+		o.l.maxRelist = r.Duration
+	}
+	o.l.mu.Unlock()
+}
+
+func (o plegObserver) ModeChanged(from, to pleg.Mode, cause error) {
+	o.l.log.Info("PLEG mode changed", zap.Stringer("from", from), zap.Stringer("to", to), zap.Error(cause))
+}
+
+func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
+	cfg := a.cfg
+	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), wake: a.workers.Wake, log: a.log}
+	threshold := cfg.healthThreshold
+	if threshold == 0 {
+		threshold = cfg.scaled(RelistThreshold)
+	}
+	safety := cfg.safetyRelist
+	if safety == 0 {
+		safety = cfg.scaled(EventedRelistPeriod)
+	}
+	p, err := pleg.New(a.rt, l.cache,
+		pleg.WithClock(a.clock),
+		pleg.WithLogger(a.log),
+		pleg.WithRelistPeriod(cfg.scaled(RelistPeriod)),
+		pleg.WithSafetyNetPeriod(safety),
+		pleg.WithThreshold(threshold),
+		pleg.WithReconnectBackoff(cfg.scaled(250*time.Millisecond), cfg.scaled(5*time.Second)),
+		pleg.WithObserver(plegObserver{l: l, m: a.metrics}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	l.p = p
+	return l, nil
+}
+
+func (l *eventedLifecycle) run(ctx context.Context) {
+	if err := l.p.Start(ctx); err != nil {
+		l.log.Error("start PLEG", zap.Error(err))
+		return
+	}
+	defer l.p.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-l.p.Watch():
+			if !ok {
+				return
+			}
+			l.wake(ev.ID)
+		}
+	}
+}
+
+func (l *eventedLifecycle) status(uid types.UID) (*PodStatus, error) {
+	ps, err := l.cache.Get(uid)
+	if err != nil {
+		return nil, err
+	}
+	return fromPLEG(uid, ps), nil
+}
+
+func (l *eventedLifecycle) relistMax() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxRelist
+}
+
+// fromPLEG converts the PLEG's CRI statuses to the agent's view. Only
+// containers created after the newest sandbox belong to it.
+func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
+	st := &PodStatus{UID: uid}
+	if ps == nil {
+		st.index()
+		return st
+	}
+	var sbCreated int64
+	for i, sb := range ps.SandboxStatuses {
+		if i == 0 {
+			st.SandboxID = sb.Id
+			st.SandboxReady = sb.State == runtimeapi.PodSandboxState_SANDBOX_READY
+			st.SandboxAttempt = sb.GetMetadata().GetAttempt()
+			sbCreated = sb.CreatedAt
+			continue
+		}
+		st.OldSandboxes = append(st.OldSandboxes, sb.Id)
+	}
+	for _, c := range ps.ContainerStatuses {
+		if st.SandboxID == "" || c.CreatedAt < sbCreated {
+			continue
+		}
+		s := &ContainerStatus{
+			ID:        c.Id,
+			Name:      c.GetMetadata().GetName(),
+			Attempt:   c.GetMetadata().GetAttempt(),
+			CreatedAt: time.Unix(0, c.CreatedAt),
+			Hash:      c.Annotations[annotationHash],
+		}
+		switch c.State {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			s.State = StateRunning
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			s.State = StateExited
+			s.ExitCode = c.ExitCode
+			s.FinishedAt = time.Unix(0, c.FinishedAt)
+		}
+		st.Containers = append(st.Containers, s)
+	}
+	st.index()
+	return st
+}
+
+// expectations remember what a worker did and has not seen in the status
+// yet, so an event-fed cache that lags behind never makes the worker
+// create a sandbox or start a container twice (the kubelet's evented PLEG
+// bug, kubernetes#121003). They expire, after which a pod relist is asked
+// for and the status is trusted again.
+type expectations struct {
+	mu        sync.Mutex
+	sandboxID string
+	since     time.Time
+	started   map[string]uint32 // container → attempt started
+}
+
+// apply folds the expectations into st: a sandbox not seen yet means
+// "wait"; containers not seen yet are assumed running (not started again,
+// not counted as observed). It clears what st now shows and reports
+// whether anything is still pending.
+func (e *expectations) apply(st *PodStatus) (waitSandbox, pending bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sandboxID != "" {
+		if st.SandboxID != e.sandboxID {
+			return true, true
+		}
+		e.sandboxID = ""
+	}
+	for name, attempt := range e.started {
+		latest := st.Latest(name)
+		if latest != nil && (latest.Attempt > attempt || (latest.Attempt == attempt && latest.State != StateUnknown)) {
+			delete(e.started, name)
+			continue
+		}
+		pending = true
+		assumed := &ContainerStatus{Name: name, Attempt: attempt, State: StateRunning, Assumed: true}
+		st.Containers = append([]*ContainerStatus{assumed}, st.Containers...)
+		st.latest[name] = assumed
+	}
+	return false, pending
+}
+
+func (e *expectations) sandbox(id string, now time.Time) {
+	e.mu.Lock()
+	e.sandboxID, e.since = id, now
+	e.mu.Unlock()
+}
+
+func (e *expectations) container(name string, attempt uint32, now time.Time) {
+	e.mu.Lock()
+	if e.started == nil {
+		e.started = map[string]uint32{}
+	}
+	e.started[name] = attempt
+	e.since = now
+	e.mu.Unlock()
+}
+
+// age is how long the oldest unmet expectation has waited.
+func (e *expectations) age(now time.Time) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return now.Sub(e.since)
+}
+
+func (e *expectations) reset() {
+	e.mu.Lock()
+	e.sandboxID, e.started = "", nil
+	e.mu.Unlock()
+}
