@@ -62,6 +62,10 @@ func TestStoreLockListsQueueBehindMutations(t *testing.T) {
 	go func() { m <- n.runSandbox(t, "m2") }()
 	waitFor(t, "two mutations sleeping together", func() bool { return clk.Waiters() == 2 })
 
+	// Status calls do not take the store lock.
+	if _, err := n.rs.Status(ctxT(t), &runtimeapi.StatusRequest{}); err != nil {
+		t.Fatal(err)
+	}
 	// A List arriving now waits for both.
 	lists := make(chan int, 1)
 	go listSandboxes(t, n, lists)

@@ -21,6 +21,7 @@ type eventHub struct {
 	dropped  int64         // lost to full subscriber buffers
 	skipped  int64         // lost to DropNextEvents
 	changed  chan struct{} // closed and replaced when subs changes
+	lastAt   int64         // CreatedAt of the last event published
 }
 
 func (h *eventHub) init(buffer int) {
@@ -47,6 +48,13 @@ type subscriber struct {
 // runtime never waits for a slow reader.
 func (r *Runtime) publishLocked(ev *runtimeapi.ContainerEventResponse) {
 	h := &r.events
+	// Timestamps are read before r.mu is taken, so two racing mutations may
+	// publish out of clock order; keep CreatedAt non-decreasing in stream
+	// order, as a consumer that keeps the newest status relies on.
+	if ev.CreatedAt < h.lastAt {
+		ev.CreatedAt = h.lastAt
+	}
+	h.lastAt = ev.CreatedAt
 	if h.dropNext > 0 {
 		h.dropNext--
 		h.skipped++
@@ -66,7 +74,7 @@ func (r *Runtime) publishLocked(ev *runtimeapi.ContainerEventResponse) {
 // PodSandboxStatus and the statuses of all containers in the pod; sandbox
 // events carry the sandbox id as container_id. Each stream has its own buffer
 // (WithEventBuffer); events published before a stream subscribes are not
-// replayed.
+// replayed. CreatedAt never decreases along a stream.
 func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	const method = "GetContainerEvents"
 	ctx := stream.Context()

@@ -2,6 +2,7 @@ package crisim_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -96,4 +97,25 @@ func itoa(i int) string {
 		b = append([]byte{digits[i%10]}, b...)
 	}
 	return string(b)
+}
+
+func TestEventTimesNeverDecreaseUnderConcurrency(t *testing.T) {
+	n := startNode(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	s := n.events(t, ctx)
+	const pods = 20
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() { n.runSandbox(t, "p"+itoa(i)) })
+	}
+	wg.Wait()
+	var last int64
+	for i := range 2 * pods {
+		ev := recvEvent(t, s)
+		if ev.CreatedAt < last {
+			t.Fatalf("event %d CreatedAt %d < previous %d", i, ev.CreatedAt, last)
+		}
+		last = ev.CreatedAt
+	}
 }

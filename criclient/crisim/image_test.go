@@ -2,6 +2,7 @@ package crisim_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,5 +113,19 @@ func TestPullBandwidthAndDownloadCap(t *testing.T) {
 	_, err := rt.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "zzz:1"}})
 	if !errors.Is(err, crisim.ErrNotFound) {
 		t.Fatalf("in-process PullImage(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestPullErrorsNeverShowCredentials(t *testing.T) {
+	n := startNode(t)
+	_, err := n.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "private.example/app:1"},
+		Auth:  &runtimeapi.AuthConfig{Username: "bob", Password: "hunter2", Auth: "Ym9iOmh1bnRlcjI=", IdentityToken: "tok-secret"},
+	})
+	wantCode(t, err, codes.NotFound)
+	for _, secret := range []string{"hunter2", "Ym9iOmh1bnRlcjI=", "tok-secret"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error %q shows a credential", err)
+		}
 	}
 }

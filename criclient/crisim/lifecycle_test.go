@@ -248,3 +248,64 @@ func TestExitContainer(t *testing.T) {
 		t.Fatalf("after ExitContainer: %v", s)
 	}
 }
+
+func TestInProcessRuntimeClose(t *testing.T) {
+	rt := crisim.New()
+	ctx := ctxT(t)
+	if _, err := rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err := rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if !errors.Is(err, crisim.ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrClosed", err)
+	}
+	wantCode(t, err, codes.Unavailable)
+}
+
+func TestScriptedExitTimerCancelledByStopAndClose(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	rt := crisim.New(crisim.WithClock(clk), crisim.WithImage(busybox, 1))
+	ctx := ctxT(t)
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) string {
+		c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId,
+			Config: containerConfig(name, busybox, map[string]string{crisim.AnnotationExitAfter: "1m", crisim.AnnotationExitCode: "9"})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			t.Fatal(err)
+		}
+		return c.ContainerId
+	}
+	a := start("a")
+	start("b")
+	if w := clk.Waiters(); w != 2 {
+		t.Fatalf("%d timers, want 2", w)
+	}
+	if _, err := rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: a}); err != nil {
+		t.Fatal(err)
+	}
+	if w := clk.Waiters(); w != 1 {
+		t.Fatalf("%d timers after StopContainer, want 1", w)
+	}
+	clk.Step(time.Minute) // a's timer is gone: a keeps its stop exit code
+	st, _ := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: a})
+	if st.Status.ExitCode != 0 {
+		t.Fatalf("stopped container exit code %d, want 0", st.Status.ExitCode)
+	}
+	start("c")
+	rt.Close()
+	if w := clk.Waiters(); w != 0 {
+		t.Fatalf("%d timers after Close, want 0", w)
+	}
+}
