@@ -104,7 +104,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 			}{name, planStarter{p}})
 		}
 		for _, v := range variants {
-			b.Run(shape+"/"+v.name, func(b *testing.B) {
+			b.Run("shape="+shape+"/impl="+v.name, func(b *testing.B) {
 				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
