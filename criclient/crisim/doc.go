@@ -15,6 +15,7 @@
 //	t.Cleanup(func() { srv.Close() })
 //	c, _ := criclient.Dial(ctx, srv.Endpoint())           // or grpc.NewClient(srv.Endpoint(), ...)
 //	rt := srv.Runtime()                                   // faults and counters
+//	events, _ := c.GetContainerEvents(...)                // then rt.WaitSubscribers(ctx, 1) before acting
 //	rt.FailNext("StartContainer", 1, status.Error(codes.Unavailable, "boom"))
 //	... exercise your component through c ...
 //	if n := rt.Calls("ListContainers"); n > 1 { t.Errorf("made %d List calls", n) }
@@ -59,19 +60,42 @@
 //     WithStoreLock makes List calls queue behind the sandbox and container
 //     mutations in flight, which hold the store for their latency.
 //
+// A call goes through the model in this order: counted; refused if the
+// runtime is closed; held by a Stall; hung by HangNext; failed by FailNext or
+// SetErrorRate; queued for a WithMaxConcurrency slot; queued for the store
+// lock; the method's latency; then the state change. PullImage gives its slot
+// back before downloading.
+//
 // # Faults
 //
-// FailNext (scripted errors), SetErrorRate (random errors with a code),
-// HangNext (the call blocks until its context ends), Stall (every call blocks
-// for a window), CutEventStreamsAfter (streams end with codes.Unavailable
-// after n events), DropNextEvents (events lost for every subscriber).
+// All per-method controls take the CRI method name (Methods lists them; an
+// unknown name has no effect):
+//
+//   - FailNext(method, n, err): the next n calls return err (a gRPC status
+//     error keeps its code over the wire).
+//   - SetErrorRate(method, rate, code): each call fails with probability
+//     rate, seeded.
+//   - HangNext(method, n): the next n calls block until their context ends
+//     (codes.DeadlineExceeded or codes.Canceled) or the runtime closes.
+//   - Stall(d): every call arriving in the next d blocks until the window
+//     ends (a runtime frozen by I/O or a restart).
+//   - CutEventStreamsAfter(n): event streams end with codes.Unavailable after
+//     n more events (0: now; negative: off).
+//   - DropNextEvents(n): the next n events reach no subscriber.
+//   - ExitContainer(id, code): a running container's process exits.
 //
 // # Counters
 //
 // Calls, CallCounts and ResetCalls count calls per CRI method (failed ones
 // included), InFlight and MaxInFlight tell how many calls of a method were
-// inside the runtime at once, Downloads how often an image was downloaded,
-// Subscribers how many event streams are open.
+// inside the runtime at once (waiting ones included), Downloads how often an
+// image was really downloaded, Subscribers and WaitSubscribers how many event
+// streams are open, EventsLost how many events were lost.
+//
+// Errors returned in-process are *Error values: errors.Is works with
+// ErrNotFound, ErrAlreadyExists, ErrInvalidArgument, ErrFailedPrecondition,
+// ErrClosed and ErrInjected, and status.Code gives the gRPC code a remote
+// client sees.
 //
 // # Guarantees
 //

@@ -31,12 +31,13 @@ var (
 // status.Code(err) and a gRPC client see it), the CRI method, and a sentinel
 // for errors.Is.
 type Error struct {
-	Code   codes.Code
-	Method string
-	Kind   error // one of the sentinel errors
-	Msg    string
+	Code   codes.Code // the gRPC status code the call returns
+	Method string     // the CRI method, e.g. "StartContainer"
+	Kind   error      // a sentinel above, or the context error for abandoned calls
+	Msg    string     // what went wrong, with the ids involved
 }
 
+// Error formats the method, the kind and the message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("crisim %s: %s: %s", e.Method, e.Kind, e.Msg)
 }
