@@ -38,7 +38,8 @@
 // # Running
 //
 // Run calls Start for each node whose edges are met, at most
-// WithMaxParallel at a time; runnable nodes wait for a slot in plan order.
+// WithMaxParallel at a time; runnable nodes wait for a slot first come,
+// first served (in plan order among nodes that became runnable together).
 // The bound counts only Start functions: Ready and Complete are waits, run in
 // the node's goroutine without a slot, so a long init container or a slow
 // probe never holds back unrelated starts. Goroutines exist only for nodes
@@ -83,7 +84,7 @@
 // in that loop rather than golang.org/x/sync/semaphore: a semaphore would
 // need a goroutine parked per runnable node, and errgroup's cancel-on-first
 // error and lack of per-task results fit neither failure policy. Run's
-// overhead is about a microsecond per node (benchmarks/concurrentstart.txt).
+// overhead is under a microsecond per node (benchmarks/concurrentstart.txt).
 //
 // # Compared with the kubelet
 //

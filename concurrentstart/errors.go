@@ -127,7 +127,11 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("node %q %s before %s: %v", e.Node, strings.ToLower(e.Outcome.String()), e.Phase, e.Err)
+	step := map[Condition]string{Started: "start", Ready: "ready check", Completed: "completion"}[e.Phase]
+	if step == "" {
+		step = e.Phase.String()
+	}
+	return fmt.Sprintf("node %q: %s %s: %v", e.Node, step, strings.ToLower(e.Outcome.String()), e.Err)
 }
 
 // Unwrap returns Err.
@@ -172,3 +176,16 @@ func (e *RunError) Error() string {
 
 // Unwrap returns the node errors and, if the run was canceled, the cause.
 func (e *RunError) Unwrap() []error { return e.errs }
+
+var (
+	_ error = (*InvalidNodeError)(nil)
+	_ error = (*DuplicateNodeError)(nil)
+	_ error = (*UnknownDependencyError)(nil)
+	_ error = (*InvalidDependencyError)(nil)
+	_ error = (*CycleError)(nil)
+	_ error = (*InvalidOptionError)(nil)
+	_ error = (*NodeError)(nil)
+	_ error = (*PanicError)(nil)
+	_ error = (*RunError)(nil)
+	_ error = (*failFastCause)(nil)
+)

@@ -75,9 +75,9 @@ type run struct {
 }
 
 // Run runs the plan: it calls each node's Start once every edge of the node
-// is met, at most WithMaxParallel Start functions at a time, queued in plan
-// order; then its Ready and Complete functions, if any, each in the node's
-// own goroutine. It returns once every node has an outcome and every
+// is met, at most WithMaxParallel Start functions at a time, first come,
+// first served; then its Ready and Complete functions, if any, in the
+// node's own goroutine. It returns once every node has an outcome and every
 // goroutine it started has returned; no function or hook is called after
 // Run returns.
 //

@@ -119,3 +119,11 @@ func (e *MissingFuncError) Error() string {
 
 // Is reports whether target is concurrentstart.ErrInvalidPlan.
 func (e *MissingFuncError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
+
+var (
+	_ error = (*AnnotationError)(nil)
+	_ error = (*UnknownContainerError)(nil)
+	_ error = (*OrderingError)(nil)
+	_ error = (*StateError)(nil)
+	_ error = (*MissingFuncError)(nil)
+)
