@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+)
+
+// Result is one scenario run in one mode.
+type Result struct {
+	Scenario, Mode    string
+	Pods              int // measured pods
+	Started           int
+	Makespan          time.Duration // apply → last measured pod running (churn: whole run)
+	Startups          []time.Duration
+	P50, P99          time.Duration
+	Blocked           time.Duration
+	MaxRelist         time.Duration
+	Unhealthy         time.Duration
+	Calls             int64
+	GoroutinesBefore  int
+	GoroutinesPeak    int
+	GoroutinesAfter   int
+	PeakHeap          uint64
+	WorkersAfter      int // churn: live workers once every pod is deleted
+	EntriesAfter      int // churn: per-pod entries once every pod is deleted
+	RecoveredAfter    time.Duration
+	TimedOut          bool
+	LowerBoundP99     time.Duration
+	LowerBoundExplain string
+}
+
+// callCounter counts the calls the agent's client sends to the runtime.
+type callCounter struct{ n atomic.Int64 }
+
+func (c *callCounter) CallAdmitted(criclient.CallInfo) {}
+func (c *callCounter) CallFinished(criclient.CallInfo) { c.n.Add(1) }
+
+type runConfig struct {
+	endpoint string
+	scale    float64
+	timeout  time.Duration
+	log      *zap.Logger
+	real     *realImages
+}
+
+func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig) (Result, error) {
+	res := Result{Scenario: sc.Name, Mode: string(mode)}
+	runtime.GC()
+	res.GoroutinesBefore = runtime.NumGoroutine()
+
+	endpoint := rc.endpoint
+	var srv *crisim.Server
+	if endpoint == "" {
+		var err error
+		srv, err = crisim.Start(sc.Runtime.Options()...)
+		if err != nil {
+			return res, fmt.Errorf("%s: start simulated runtime: %w", sc.Name, err)
+		}
+		defer srv.Close()
+		endpoint = srv.Endpoint()
+	}
+	pods := sc.Pods
+	if rc.real != nil {
+		pods = rc.real.rewrite(pods)
+	}
+	calls := &callCounter{}
+	client, err := criclient.Dial(ctx, endpoint, criclient.WithObserver(calls), criclient.WithLogger(rc.log))
+	if err != nil {
+		return res, fmt.Errorf("%s: dial %s: %w", sc.Name, endpoint, err)
+	}
+	defer client.Close(context.Background())
+
+	var mu sync.Mutex
+	startups := map[string]time.Duration{}
+	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log),
+		agent.WithHealthThreshold(sc.HealthThreshold),
+		agent.WithEventHook(func(e agent.Event) {
+			if e.Type == agent.EventRunning {
+				mu.Lock()
+				startups[e.Pod] = e.Duration
+				mu.Unlock()
+			}
+		}))
+	if err != nil {
+		return res, err
+	}
+	if rc.endpoint != "" { // a real runtime may hold pods of an earlier, interrupted run
+		_ = a.Cleanup(ctx)
+	}
+	if err := a.Start(); err != nil {
+		return res, err
+	}
+
+	// Goroutine and heap peaks, sampled.
+	sampleDone := make(chan struct{})
+	var sampleWG sync.WaitGroup
+	var peakG int
+	var peakHeap uint64
+	sampleWG.Add(1)
+	go func() {
+		defer sampleWG.Done()
+		t := time.NewTicker(25 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			if g := runtime.NumGoroutine(); g > peakG {
+				peakG = g
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peakHeap {
+				peakHeap = ms.HeapInuse
+			}
+			select {
+			case <-sampleDone:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	for _, p := range pods {
+		if measured(p.Namespace + "/" + p.Name) {
+			res.Pods++
+		}
+	}
+	deadline := time.Now().Add(rc.timeout)
+	t0 := time.Now()
+	var stallEnd time.Time
+	if sc.Churn != nil {
+		res.TimedOut = !runChurn(a, pods, sc.Churn, deadline)
+	} else {
+		for _, p := range pods {
+			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"})
+		}
+		if sc.Stall != nil && srv != nil {
+			stallTimer := time.AfterFunc(sc.Stall.After, func() { srv.Runtime().Stall(sc.Stall.For) })
+			defer stallTimer.Stop()
+			stallEnd = t0.Add(sc.Stall.After + sc.Stall.For)
+		}
+		for {
+			mu.Lock()
+			n := 0
+			for k := range startups {
+				if measured(k) {
+					n++
+				}
+			}
+			mu.Unlock()
+			if n >= res.Pods {
+				break
+			}
+			if time.Now().After(deadline) {
+				res.TimedOut = true
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	res.Makespan = time.Since(t0)
+	st := a.Stats()
+	res.Blocked, res.MaxRelist, res.Unhealthy = st.WorkerBlocked, st.MaxRelist, st.PLEGUnhealthy
+	if sc.Churn != nil {
+		res.Startups = st.Startups
+		res.WorkersAfter, res.EntriesAfter = st.Workers, st.CacheEntries
+	} else {
+		mu.Lock()
+		var last time.Duration
+		for k, d := range startups {
+			if measured(k) {
+				res.Startups = append(res.Startups, d)
+				last = max(last, d)
+			}
+		}
+		mu.Unlock()
+		res.Makespan = last
+		if !stallEnd.IsZero() {
+			res.RecoveredAfter = t0.Add(last).Sub(stallEnd)
+		}
+	}
+	res.Calls = calls.n.Load()
+	res.Started = len(res.Startups)
+	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
+	res.P50, res.P99 = agent.Percentile(res.Startups, 50), agent.Percentile(res.Startups, 99)
+
+	a.Stop()
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := a.Cleanup(cctx); err != nil {
+		rc.log.Warn("cleanup", zap.Error(err))
+	}
+	cancel()
+	close(sampleDone)
+	sampleWG.Wait()
+	res.GoroutinesPeak, res.PeakHeap = peakG, peakHeap
+	_ = client.Close(context.Background())
+	if srv != nil {
+		_ = srv.Close()
+	}
+	// Let exiting goroutines finish before counting.
+	for i := 0; i < 100 && runtime.NumGoroutine() > res.GoroutinesBefore; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	res.GoroutinesAfter = runtime.NumGoroutine()
+	return res, nil
+}
+
+// runChurn creates a pod every c.Every and deletes it c.Life later, then
+// waits for every worker to be gone. It reports false on timeout.
+func runChurn(a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Time) bool {
+	type live struct {
+		pod *corev1.Pod
+		at  time.Time
+	}
+	var alive []live
+	next := 0
+	tick := time.NewTicker(c.Every)
+	defer tick.Stop()
+	for next < len(pods) || len(alive) > 0 {
+		now := time.Now()
+		if next < len(pods) {
+			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pods[next], Source: "bench"})
+			alive = append(alive, live{pods[next], now})
+			next++
+		}
+		for len(alive) > 0 && now.Sub(alive[0].at) >= c.Life {
+			a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: alive[0].pod, Source: "bench"})
+			alive = alive[1:]
+		}
+		if now.After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	for a.Stats().Workers > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// realImages substitutes real, pullable images (and commands) for the
+// simulated ones when the benchmark runs against a real runtime.
+type realImages struct {
+	images  []string
+	initCmd []string
+	appCmd  []string
+}
+
+func (r *realImages) rewrite(pods []*corev1.Pod) []*corev1.Pod {
+	byRef := map[string]string{}
+	pick := func(ref string) string {
+		if v, ok := byRef[ref]; ok {
+			return v
+		}
+		v := r.images[len(byRef)%len(r.images)]
+		byRef[ref] = v
+		return v
+	}
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		p = p.DeepCopy()
+		for j := range p.Spec.InitContainers {
+			c := &p.Spec.InitContainers[j]
+			c.Image = pick(c.Image)
+			if c.RestartPolicy == nil {
+				c.Command = r.initCmd
+			} else {
+				c.Command = r.appCmd
+			}
+		}
+		for j := range p.Spec.Containers {
+			c := &p.Spec.Containers[j]
+			c.Image = pick(c.Image)
+			c.Command = r.appCmd
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
