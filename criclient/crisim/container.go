@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -26,6 +27,17 @@ const (
 	// is stopped by StopContainer, StopPodSandbox or RemoveContainer
 	// (default: WithStopExitCode, 0).
 	AnnotationStopExitCode = "crisim.syncpod.io/stop-exit-code"
+	// AnnotationStartError makes StartContainer fail with codes.Unknown and
+	// this message, as a runc failure does ("exec: not found"); the
+	// container is then EXITED with exit code 128 and reason "StartError",
+	// like containerd's, and a STOPPED event is published.
+	AnnotationStartError = "crisim.syncpod.io/start-error"
+)
+
+// Exit code and reason of a container that failed to start (containerd's).
+const (
+	startErrorExitCode = 128
+	startErrorReason   = "StartError"
 )
 
 type container struct {
@@ -42,6 +54,8 @@ type container struct {
 	finishedAt int64
 	exitCode   int32
 	reason     string
+	message    string
+	startError string // AnnotationStartError
 
 	exitAfter    time.Duration
 	hasExitAfter bool
@@ -68,6 +82,7 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		ImageRef:    c.imageRef,
 		ImageId:     c.imageID,
 		Reason:      c.reason,
+		Message:     c.message,
 		Labels:      maps.Clone(c.config.Labels),
 		Annotations: maps.Clone(c.config.Annotations),
 		LogPath:     c.logPath,
@@ -106,6 +121,7 @@ func (r *Runtime) containerEventLocked(c *container, t runtimeapi.ContainerEvent
 func (r *Runtime) parseScript(method string, c *container) error {
 	ann := c.config.GetAnnotations()
 	c.stopCode = r.cfg.stopExitCode
+	c.startError = ann[AnnotationStartError]
 	if v, ok := ann[AnnotationExitAfter]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -243,6 +259,15 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		if s := r.sandboxes[c.sandboxID]; s == nil || s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 			r.mu.Unlock()
 			return nil, errPrecondition(method, "pod sandbox %q of container %q is not ready", c.sandboxID, id)
+		}
+		if c.startError != "" {
+			c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+			c.finishedAt = now.UnixNano()
+			c.exitCode = startErrorExitCode
+			c.reason, c.message = startErrorReason, c.startError
+			r.containerEventLocked(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, now)
+			r.mu.Unlock()
+			return nil, newError(method, ErrInjected, codes.Unknown, "failed to start containerd task %q: %s", id, c.startError)
 		}
 		c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 		c.startedAt = now.UnixNano()

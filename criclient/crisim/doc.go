@@ -39,7 +39,9 @@
 //   - A container scripts its own run with annotations on its
 //     ContainerConfig: AnnotationExitAfter ("2s") and AnnotationExitCode
 //     ("1") make it exit on its own; AnnotationStopExitCode sets the code
-//     when it is stopped. Runtime.ExitContainer ends one from the test.
+//     when it is stopped; AnnotationStartError makes StartContainer fail
+//     (exit code 128, reason StartError). Runtime.ExitContainer ends one
+//     from the test.
 //   - Images: ImageStatus of an absent image returns a nil image (not an
 //     error); PullImage of a present image costs only the call latency, of a
 //     registry image size/bandwidth (WithPullBandwidth) with at most

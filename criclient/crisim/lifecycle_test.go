@@ -309,3 +309,16 @@ func TestScriptedExitTimerCancelledByStopAndClose(t *testing.T) {
 		t.Fatalf("%d timers after Close, want 0", w)
 	}
 }
+
+func TestStartErrorAnnotation(t *testing.T) {
+	n := startNode(t, crisim.WithImage(busybox, 1))
+	ctx := ctxT(t)
+	sb := n.runSandbox(t, "p")
+	c := n.createContainer(t, sb, "bad", busybox, map[string]string{crisim.AnnotationStartError: "exec: \"nope\": executable file not found"})
+	_, err := n.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c})
+	wantCode(t, err, codes.Unknown)
+	s := n.containerStatus(t, c)
+	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 128 || s.Reason != "StartError" || s.Message == "" {
+		t.Fatalf("after failed start: %v", s)
+	}
+}
