@@ -85,6 +85,15 @@ func (l *storeLock) release() {
 // preferring the group that did not hold it last.
 func (l *storeLock) switchLocked() {
 	if l.holders > 0 {
+		// Waiters of the holding group were queued only to let the other
+		// group go first; if it gave up, they may join now.
+		if q := l.waiting[l.group]; len(q) > 0 && len(l.waiting[l.group.other()]) == 0 {
+			l.holders += len(q)
+			l.waiting[l.group] = nil
+			for _, w := range q {
+				close(w.ready)
+			}
+		}
 		return
 	}
 	for _, g := range []lockGroup{l.group.other(), l.group} {
