@@ -44,7 +44,9 @@ func defaultConfig() *config {
 }
 
 // WithSeed seeds the random source behind latency distributions, error rates
-// and generated ids, so a run can be repeated exactly. The default seed is 1.
+// and generated ids. The default seed is 1. A sequential run repeats exactly;
+// concurrent calls draw the same sequence of samples, handed out in the
+// order the calls arrive.
 func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
 
 // WithClock injects the clock used for timestamps, latencies, pull times,
