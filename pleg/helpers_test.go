@@ -309,7 +309,7 @@ func (s *eventSource) next(t *testing.T) *eventConn {
 var errCut = errors.New("stream cut by test")
 
 // waitFor polls cond (no timing assertion: the deadline only bounds a hang).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
