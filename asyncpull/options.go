@@ -11,12 +11,18 @@ import (
 // Defaults. QPS and burst are the kubelet's registryPullQPS/registryBurst; back-off is the
 // kubelet's image pull back-off.
 const (
-	DefaultMaxParallel    = 3
-	DefaultQPS            = 5.0
-	DefaultBurst          = 10
+	// DefaultMaxParallel is the node-wide PullImage limit (containerd downloads 3 at once).
+	DefaultMaxParallel = 3
+	// DefaultQPS is the token bucket's rate.
+	DefaultQPS = 5.0
+	// DefaultBurst is the token bucket's size.
+	DefaultBurst = 10
+	// DefaultBackOffInitial is the first back-off delay.
 	DefaultBackOffInitial = 10 * time.Second
-	DefaultBackOffMax     = 300 * time.Second
-	DefaultPresentTTL     = 5 * time.Minute
+	// DefaultBackOffMax caps the back-off delay.
+	DefaultBackOffMax = 300 * time.Second
+	// DefaultPresentTTL is how long a known-present image is trusted.
+	DefaultPresentTTL = 5 * time.Minute
 )
 
 // CredentialPolicy says whether credentials separate pulls.
@@ -220,13 +226,22 @@ func (k EventKind) String() string {
 
 // Event is what the observer hook receives. It never carries credentials.
 type Event struct {
-	Kind      EventKind
-	Image     string
-	Registry  string
-	Waiters   int
+	// Kind says what happened.
+	Kind EventKind
+	// Image is the normalised reference.
+	Image string
+	// Registry is the reference's domain.
+	Registry string
+	// Waiters is the number of pods waiting for the pull.
+	Waiters int
+	// QueueWait is the time from the first request to PullImage (EventPullStarted).
 	QueueWait time.Duration
-	Duration  time.Duration
-	Size      uint64
-	BackOff   time.Duration
-	Err       error
+	// Duration is how long PullImage took (EventPullFinished).
+	Duration time.Duration
+	// Size is the image size in bytes as the runtime reports it, 0 if unknown.
+	Size uint64
+	// BackOff is the new back-off delay (EventBackOff).
+	BackOff time.Duration
+	// Err is the pull error (EventPullFinished, EventBackOff), nil on success.
+	Err error
 }
