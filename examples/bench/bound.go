@@ -26,14 +26,18 @@ import (
 //     each sidecar t = max(t, avail(img)) + Create + Start; the pod is up at
 //     max over its containers of max(t, avail(img)) + Create + Start
 //     (observation is free: a perfect PLEG sees it at once).
-//   - Runtime capacity: the runtime works on at most C calls at once, so the
-//     k-th pod cannot be up before k/N of the total call work W/C, with
-//     W = N*RunPodSandbox + containers*(Create+Start).
+//   - Runtime capacity: the runtime works on at most C calls at once. The
+//     Create+Start work of the containers whose image arrives at or after
+//     avail(i) cannot begin before avail(i), so the last pod is not up
+//     before avail(i) + W(>=i)/C, for every image i (i = none: all the work
+//     W, sandboxes included, from t=0). Work uses the latencies' means
+//     (log-normal: mean = median*exp(sigma^2/2)), since the expected total
+//     work is what C slots must absorb.
 //
-// The bound for the q-th percentile is the larger of the q-th percentile of
-// the critical paths and ceil(qN)/N * W/C. Latencies are log-normal around
-// their medians, so real runs can land a little below a median-based
-// bound; it is a yardstick, not a theorem.
+// The p99 bound is the larger of the p99 of the critical paths and the
+// capacity bound scaled by ceil(0.99N)/N. The critical path uses medians,
+// so a lucky run can land slightly below it: it is a yardstick, not a
+// theorem.
 func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 	rt := sc.Runtime
 	f := rt.Scale
@@ -75,6 +79,9 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 		avail[im.ref] = slots[k]
 	}
 
+	mean := func(m string) time.Duration { return time.Duration(float64(scenario.Mean(m)) * f) }
+	sbW, csW := mean("RunPodSandbox"), mean("CreateContainer")+mean("StartContainer")
+	gated := map[string]time.Duration{} // image → create+start work waiting for it
 	var paths []time.Duration
 	var work time.Duration
 	for _, p := range pods {
@@ -82,10 +89,11 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 			continue
 		}
 		t := sb
-		work += sb
+		work += sbW
 		for _, c := range p.Spec.InitContainers {
 			t = max(t, avail[normalize(c.Image)]) + cs
-			work += cs
+			work += csW
+			gated[normalize(c.Image)] += csW
 			if c.RestartPolicy == nil {
 				t += initRun(p, c.Name)
 			}
@@ -93,7 +101,8 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 		end := t
 		for _, c := range p.Spec.Containers {
 			end = max(end, max(t, avail[normalize(c.Image)])+cs)
-			work += cs
+			work += csW
+			gated[normalize(c.Image)] += csW
 		}
 		paths = append(paths, end)
 	}
@@ -103,8 +112,21 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 	cp := agent.Percentile(paths, q*100)
 	capacity := time.Duration(0)
 	if rt.MaxConcurrency > 0 {
+		c := float64(rt.MaxConcurrency)
+		capacity = time.Duration(float64(work) / c)
+		for _, im := range imgs {
+			var after time.Duration
+			for _, other := range imgs {
+				if avail[other.ref] >= avail[im.ref] {
+					after += gated[other.ref]
+				}
+			}
+			if after > 0 {
+				capacity = max(capacity, avail[im.ref]+time.Duration(float64(after)/c))
+			}
+		}
 		k := math.Ceil(q * float64(len(paths)))
-		capacity = time.Duration(k / float64(len(paths)) * float64(work) / float64(rt.MaxConcurrency))
+		capacity = time.Duration(k / float64(len(paths)) * float64(capacity))
 	}
 	b := max(cp, capacity)
 	why := fmt.Sprintf("max(critical path p%.0f %v, capacity %v); medians ×%.2f: sandbox %v, create+start %v, %d download slots",

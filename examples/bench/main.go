@@ -66,7 +66,7 @@ func main() {
 		}
 		for _, sc := range scs {
 			lb, why := time.Duration(0), ""
-			if *endpoint == "" {
+			if *endpoint == "" && sc.Stall == nil && sc.Churn == nil {
 				lb, why = lowerBound(sc, 0.99)
 			}
 			for _, m := range splitList(*modes) {

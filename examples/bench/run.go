@@ -172,6 +172,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	}
 	res.Makespan = time.Since(t0)
 	st := a.Stats()
+	rc.log.Info("run done", zap.String("scenario", sc.Name), zap.String("mode", string(mode)), zap.Any("pleg", st.PLEG))
 	res.Blocked, res.MaxRelist, res.Unhealthy = st.WorkerBlocked, st.MaxRelist, st.PLEGUnhealthy
 	if sc.Churn != nil {
 		res.Startups = st.Startups
@@ -244,9 +245,11 @@ func runChurn(a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Ti
 		}
 		<-tick.C
 	}
-	for a.Stats().Workers > 0 {
+	// Every worker gone, then every per-pod entry (the baseline's relist
+	// drops cache entries of removed pods on its next pass).
+	for st := a.Stats(); st.Workers > 0 || st.CacheEntries > 0; st = a.Stats() {
 		if time.Now().After(deadline) {
-			return false
+			return st.Workers == 0
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -85,24 +85,24 @@ func bigImage(scale float64, withBig bool) Scenario {
 }
 
 // stall: a 30-pod burst during which every runtime call blocks for 3 s
-// (scaled); the PLEG health threshold is 1 s (scaled) so the report shows.
+// (scaled); the PLEG health threshold is 1.5 s (scaled) so the report shows.
 func stall(scale float64) Scenario {
 	s := burst(scale, 30)
 	s.Name = "stall"
 	s.About = "30-pod burst; every runtime call stalls for 3 s after 0.5 s"
 	s.Stall = &StallSpec{After: scaleDur(500*time.Millisecond, scale), For: scaleDur(3*time.Second, scale)}
-	s.HealthThreshold = scaleDur(time.Second, scale)
+	s.HealthThreshold = scaleDur(1500*time.Millisecond, scale)
 	return s
 }
 
-// churn: a pod created every 100 ms, each deleted 1 s after creation, 60
+// churn: a pod created every 100 ms, each deleted 8 s after creation, 60
 // in all; goroutines and per-pod entries must return to where they were.
 func churn(scale float64) Scenario {
 	rt := scenario.DefaultRuntime(scale)
 	imgs := scenario.Images("churn", 3, 10e6)
 	rt.Images = imgs
-	s := Scenario{Name: "churn", Runtime: rt, About: "a pod every 100 ms, each deleted after 1 s, 60 pods",
-		Churn: &ChurnSpec{Every: scaleDur(100*time.Millisecond, scale), Life: scaleDur(time.Second, scale), Total: 60}}
+	s := Scenario{Name: "churn", Runtime: rt, About: "a pod every 100 ms, each deleted 8 s after creation, 60 pods",
+		Churn: &ChurnSpec{Every: scaleDur(100*time.Millisecond, scale), Life: scaleDur(8*time.Second, scale), Total: 60}}
 	for i := 0; i < 60; i++ {
 		s.Pods = append(s.Pods, scenario.Pod(scenario.PodOptions{
 			Name: fmt.Sprintf("churn-%02d", i), Sidecars: []string{imgs[i%3].Ref}, Containers: []string{imgs[(i+1)%3].Ref},

@@ -179,6 +179,14 @@ func (a *Agent) Apply(u PodUpdate) {
 		}
 		a.pods.desire(pod, a.clock.Now(), u.Op == OpAdd)
 		a.emit(Event{Type: EventType(u.Op.String()), Pod: podKey(pod)})
+		if a.cfg.mode == ModeSyncPod {
+			// Pulls start the moment the pod is known, ahead of its
+			// sandbox: they are the long pole of a start.
+			sb := sandboxConfig(pod, 0)
+			for _, image := range podImages(pod) {
+				_, _ = a.images.ensure(a.ctx, pod.UID, image, sb)
+			}
+		}
 		a.workers.UpdatePod(pod)
 	case OpDelete:
 		uid := u.UID

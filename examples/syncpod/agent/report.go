@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/syncpod/syncpod/pleg"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -283,6 +285,8 @@ type Stats struct {
 	PLEGUnhealthy time.Duration
 	Workers       int // live pod workers
 	CacheEntries  int // per-pod entries in the agent's maps and caches
+	// PLEG is the pleg package's counters (syncpod mode only).
+	PLEG pleg.Stats
 }
 
 // Stats returns the agent's totals so far.
@@ -290,7 +294,12 @@ func (a *Agent) Stats() Stats {
 	a.mu.Lock()
 	last := len(a.lastSync) + len(a.expects)
 	a.mu.Unlock()
+	var ps pleg.Stats
+	if a.lifecycle != nil {
+		ps = a.lifecycle.p.Stats()
+	}
 	return Stats{
+		PLEG:          ps,
 		Startups:      a.pods.startupLatencies(),
 		WorkerBlocked: a.blocked.get(),
 		MaxRelist:     a.maxRelist(),

@@ -74,6 +74,22 @@ func Median(method string) time.Duration {
 	return s[len(s)/2]
 }
 
+// Mean is the mean of the realistic latency of method before scaling,
+// estimated by sampling.
+func Mean(method string) time.Duration {
+	l, ok := crisim.RealisticLatencies()[method]
+	if !ok {
+		return 0
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sum time.Duration
+	const n = 20000
+	for i := 0; i < n; i++ {
+		sum += l.Sample(rng)
+	}
+	return sum / n
+}
+
 // DefaultRuntime is a small node: 100 MB/s per download, 3 downloads at
 // once (containerd's default), at most 16 runtime calls worked on at once,
 // and the store lock that makes List calls queue behind mutations.
