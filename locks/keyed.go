@@ -3,42 +3,42 @@ package locks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/puzpuzpuz/xsync/v3"
 )
 
-// KeyedMutex is a set of mutexes, one per key, created on first use and freed
-// when no goroutine holds or waits for them.
+// KeyedMutex is a set of mutexes, one per key, that exist only while their
+// key is locked.
 //
 // Unlike k8s.io/utils/keymutex's hashed mutex, keys are compared exactly:
 // two pods never contend because their UIDs hash to the same stripe. Memory
-// is proportional to the keys currently locked or waited on, not to every
-// key ever seen, so pod churn does not grow it. Lock takes a context.
+// is proportional to the keys currently locked, not to every key ever seen,
+// so pod churn does not grow it. Lock takes a context.
 //
-// The entries live in an xsync.MapOf; a Lock or Unlock touches one hash
-// bucket, so operations on different keys rarely share a lock or a cache
-// line.
+// A key is locked exactly while it is in an xsync.MapOf. Locking a free key
+// is one MapOf.Compute that inserts it, unlocking one that deletes it; each
+// touches a single hash bucket, so operations on different keys rarely share
+// a lock or a cache line. Waiters queue in FIFO order and the lock is handed
+// to the first of them on Unlock, so no waiter starves.
 //
 // The zero KeyedMutex is not usable; call NewKeyedMutex. A KeyedMutex must
 // not be copied after first use.
 type KeyedMutex[K comparable] struct {
-	entries *xsync.MapOf[K, *keyedEntry]
+	// locked maps each locked key to its waiters (nil: none).
+	locked *xsync.MapOf[K, *waitQueue]
 }
 
-// keyedEntry is the mutex of one key. Its fields are only changed inside
-// MapOf.Compute for its key, which serialises them.
-type keyedEntry struct {
-	// sem holds one token while the key is locked; Lock sends, Unlock
-	// receives. A channel lets Lock wait on it and on ctx.Done together.
-	sem chan struct{}
-	// refs counts holders and waiters; the entry is deleted when it drops to
-	// zero.
-	refs int
+// waitQueue holds the goroutines waiting for one key, each as a channel that
+// is closed to hand it the lock. It is only read and changed inside
+// MapOf.Compute for its key, which serialises it.
+type waitQueue struct {
+	waiters []chan struct{}
 }
 
 // NewKeyedMutex returns a KeyedMutex with no keys.
 func NewKeyedMutex[K comparable]() *KeyedMutex[K] {
-	return &KeyedMutex[K]{entries: xsync.NewMapOf[K, *keyedEntry]()}
+	return &KeyedMutex[K]{locked: xsync.NewMapOf[K, *waitQueue]()}
 }
 
 // Lock locks key, waiting until it is free or ctx is done. It returns nil
@@ -52,67 +52,61 @@ func (m *KeyedMutex[K]) Lock(ctx context.Context, key K) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locks: KeyedMutex.Lock: %w", err)
 	}
-	var acquired bool
-	e, _ := m.entries.Compute(key, func(e *keyedEntry, loaded bool) (*keyedEntry, bool) {
+	var turn chan struct{}
+	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
 		if !loaded {
-			e = &keyedEntry{sem: make(chan struct{}, 1)}
+			return nil, false // free: now locked by us
 		}
-		e.refs++
-		// Take a free lock here, saving a second trip through the map.
-		select {
-		case e.sem <- struct{}{}:
-			acquired = true
-		default:
+		if q == nil {
+			q = &waitQueue{}
 		}
-		return e, false
+		turn = make(chan struct{})
+		q.waiters = append(q.waiters, turn)
+		return q, false
 	})
-	if acquired {
+	if turn == nil {
 		return nil
 	}
 	select {
-	case e.sem <- struct{}{}:
+	case <-turn:
 		return nil
 	case <-ctx.Done():
-		m.release(key)
-		return fmt.Errorf("locks: KeyedMutex.Lock: %w", ctx.Err())
 	}
+	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
+		if q != nil {
+			if i := slices.Index(q.waiters, turn); i >= 0 {
+				q.waiters = slices.Delete(q.waiters, i, i+1)
+				return q.orNil(), false
+			}
+		}
+		// The lock was handed to us as ctx was done: pass it on.
+		return handOff(q)
+	})
+	return fmt.Errorf("locks: KeyedMutex.Lock: %w", ctx.Err())
 }
 
 // TryLock locks key if it is free and reports whether it did. It never
 // waits.
 func (m *KeyedMutex[K]) TryLock(key K) bool {
-	var acquired bool
-	m.entries.Compute(key, func(e *keyedEntry, loaded bool) (*keyedEntry, bool) {
-		if !loaded {
-			e = &keyedEntry{sem: make(chan struct{}, 1)}
-		}
-		select {
-		case e.sem <- struct{}{}:
-			acquired = true
-			e.refs++
-		default:
-		}
-		return e, e.refs == 0
-	})
-	return acquired
+	if _, held := m.locked.Load(key); held {
+		return false
+	}
+	_, held := m.locked.LoadOrStore(key, nil)
+	return !held
 }
 
-// Unlock unlocks key. Any goroutine may unlock a key, as with sync.Mutex.
-// Unlocking a key that is not locked returns an error wrapping ErrNotLocked
-// and changes nothing.
+// Unlock unlocks key, handing it to the longest waiting Lock if there is
+// one. Any goroutine may unlock a key, as with sync.Mutex. Unlocking a key
+// that is not locked returns an error wrapping ErrNotLocked and changes
+// nothing.
 func (m *KeyedMutex[K]) Unlock(key K) error {
-	var held bool
-	m.entries.Compute(key, func(e *keyedEntry, loaded bool) (*keyedEntry, bool) {
+	held := true
+	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
 		if !loaded {
+			held = false
 			return nil, true
 		}
-		select {
-		case <-e.sem:
-			held = true
-			e.refs--
-		default:
-		}
-		return e, e.refs == 0
+		return handOff(q)
 	})
 	if !held {
 		return fmt.Errorf("locks: KeyedMutex.Unlock(%v): %w", key, ErrNotLocked)
@@ -120,20 +114,28 @@ func (m *KeyedMutex[K]) Unlock(key K) error {
 	return nil
 }
 
-// Len returns the number of keys currently locked or waited for. It is what
-// the mutex holds in memory, and drops back to zero when all keys are
-// unlocked.
+// Len returns the number of keys currently locked. It is what the mutex
+// holds in memory, and drops back to zero when all keys are unlocked.
 func (m *KeyedMutex[K]) Len() int {
-	return m.entries.Size()
+	return m.locked.Size()
 }
 
-// release drops a waiter's reference to key.
-func (m *KeyedMutex[K]) release(key K) {
-	m.entries.Compute(key, func(e *keyedEntry, loaded bool) (*keyedEntry, bool) {
-		if !loaded {
-			return nil, true
-		}
-		e.refs--
-		return e, e.refs == 0
-	})
+// handOff releases a held key inside Compute: it wakes the first waiter,
+// who then holds the key, or deletes the key when nobody waits.
+func handOff(q *waitQueue) (*waitQueue, bool) {
+	if q == nil || len(q.waiters) == 0 {
+		return nil, true
+	}
+	close(q.waiters[0])
+	q.waiters[0] = nil
+	q.waiters = q.waiters[1:]
+	return q.orNil(), false
+}
+
+// orNil returns q, or nil once it is empty.
+func (q *waitQueue) orNil() *waitQueue {
+	if len(q.waiters) == 0 {
+		return nil
+	}
+	return q
 }
