@@ -33,10 +33,11 @@
 // How it beats the kubelet cache: the kubelet keeps every pod under one
 // RWMutex, so each Set stalls every reader on the node, and each UpdateTime
 // walks every subscriber of every pod. Here Get is a lock-free load from an
-// xsync.MapOf, Set locks one hash bucket, a Set wakes only its key's waiters,
-// and UpdateTime pops only the waiters it satisfies from a min-heap. There is
-// no lost wake-up: a waiter checks and registers in one atomic step per key,
-// and on the global time under the heap's lock.
+// xsync.MapOf and an atomic pointer, Set locks only its own key's entry, a
+// Set wakes only its key's waiters, and UpdateTime pops only the waiters it
+// satisfies from a min-heap. There is no lost wake-up: a waiter checks and
+// registers under its key's lock, and on the global time under the heap's
+// lock, so a change either is seen by the check or sees the registration.
 //
 // Subscribe adds a callback run after each accepted Set and each Delete,
 // outside every lock.
