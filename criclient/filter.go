@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -76,7 +75,7 @@ func filterPodSandboxes(items []*runtimeapi.PodSandbox, f *runtimeapi.PodSandbox
 		if !labelsMatch(f.GetLabelSelector(), s.GetLabels()) {
 			continue
 		}
-		out = append(out, proto.Clone(s).(*runtimeapi.PodSandbox))
+		out = append(out, clonePodSandbox(s))
 	}
 	return out
 }
@@ -115,7 +114,7 @@ func filterContainers(items []*runtimeapi.Container, f *runtimeapi.ContainerFilt
 		if !labelsMatch(f.GetLabelSelector(), c.GetLabels()) {
 			continue
 		}
-		out = append(out, proto.Clone(c).(*runtimeapi.Container))
+		out = append(out, cloneContainer(c))
 	}
 	return out, true
 }
