@@ -1,0 +1,93 @@
+// Package shim is the CRI proxy behind the crishim command: a CRI
+// RuntimeService and ImageService server that an unmodified kubelet uses
+// in place of its runtime's socket.
+//
+// # Use
+//
+//	s, err := shim.New(ctx, "unix:///run/containerd/containerd.sock", shim.Config{
+//		Limits: [3]shim.Limits{shim.ClassMutating: {QPS: 20, Burst: 40, MaxInFlight: 8}},
+//	})
+//	l, err := shim.Listen("unix:///run/syncpod/crishim.sock") // 0660
+//	srv := grpc.NewServer()
+//	s.Register(srv)
+//	go srv.Serve(l)
+//	... on SIGTERM: s.Drain(ctx); srv.GracefulStop(); s.Close()
+//
+// # What it does
+//
+//   - Every RuntimeService and ImageService method is forwarded; the
+//     backend's answers and gRPC codes come back untouched (a method the
+//     backend lacks answers Unimplemented, from the backend). Exec,
+//     Attach and PortForward return the backend's streaming URL
+//     unchanged; the Stream* list calls are relayed.
+//   - Admission control per class (read, mutating, image-pull): a token
+//     bucket and a FIFO in-flight bound each, so reads never queue behind
+//     mutations. GetContainerEvents and the Stream* calls are not held
+//     back.
+//   - ListPodSandbox and ListContainers are answered from a
+//     runtimeview.View: one event stream and a relist every RelistPeriod
+//     feed it, every mutation made through the shim is visible to the next
+//     List (read-your-writes), and data older than MaxStaleness is never
+//     served: reads then fail with UNAVAILABLE and Health (/healthz) says
+//     why.
+//   - GetContainerEvents subscribers share the view's one upstream
+//     stream, each with its own buffer of EventBuffer events. A subscriber
+//     whose buffer is full is ended with RESOURCE_EXHAUSTED (it lost an
+//     event and knows it, and the kubelet's evented PLEG then relists and
+//     resubscribes); when the runtime's stream breaks all subscribers end
+//     with UNAVAILABLE. Nobody else waits for a slow subscriber.
+//   - Requests are never logged; registry credentials echoed by a
+//     PullImage error are replaced by [REDACTED].
+//   - Drain refuses new calls (UNAVAILABLE), ends event streams and waits
+//     for queued asynchronous calls; the command does it on SIGTERM.
+//
+// # Asynchronous RunPodSandbox (Config.AsyncRunPodSandbox)
+//
+// RunPodSandbox checks the request (metadata name, namespace and uid; no
+// other pending sandbox with the same name/namespace/uid/attempt), queues
+// it and returns at once with a sandbox id the shim mints (64 hex digits,
+// like containerd's). Workers (AsyncWorkers, also subject to the mutating
+// class's limits) make the real call. The shim maps its id to the
+// runtime's everywhere: requests naming the sandbox (Stop/Remove/Status,
+// CreateContainer, PortForward, stats, checkpoint, filters) and answers
+// naming it (List items, statuses, container lists, events, stats). The
+// minted id is also stored on the sandbox as the label SandboxIDLabel
+// (hidden from every answer), so a restarted shim rebuilds the map from
+// the runtime.
+//
+// What later calls see:
+//
+//   - CreateContainer, PortForward, PodSandboxStats, UpdatePodSandboxResources,
+//     CheckpointPod and stats filters naming the sandbox wait for the real
+//     call and fail with its error (same gRPC code and message) if it
+//     failed.
+//   - PodSandboxStatus and ListPodSandbox do not wait: a sandbox being
+//     created is SANDBOX_READY with no network status; one whose creation
+//     failed is SANDBOX_NOTREADY (verbose status Info["crishim"] holds the
+//     error), so the kubelet kills and recreates it as it does for a
+//     sandbox that died.
+//   - StopPodSandbox and RemovePodSandbox of a failed sandbox succeed (there
+//     is nothing to stop); Remove forgets it. Of a pending one, they wait.
+//
+// CRI guarantees this relaxes, exactly:
+//
+//  1. A successful RunPodSandbox no longer means the sandbox runs: it means
+//     the request is valid and queued. Its failure is reported later, to
+//     the calls above and as NOTREADY.
+//  2. PodSandboxStatus of a sandbox being created reports READY before the
+//     runtime has made it, without IP addresses or a network namespace
+//     path; the pod IP appears once the real call completed. A kubelet
+//     that reads the IP right after RunPodSandbox (for status.podIP) gets
+//     it only at its next sync.
+//  3. The sandbox id is the shim's, not the runtime's: tools talking to the
+//     runtime directly (crictl on containerd's socket) see different ids;
+//     through the shim they are consistent.
+//  4. Duplicate-name errors for a sandbox still queued come from the shim
+//     (ALREADY_EXISTS), others from the runtime, later (as 1).
+//  5. The Stream* calls, verbose status Info and ListPodSandboxMetrics are
+//     relayed untranslated: they carry the runtime's ids.
+//
+// What is kept: call order per sandbox (every call naming it waits for it),
+// errors with their codes, and the kubelet's recovery path (NOTREADY ⇒
+// recreate).
+package shim

@@ -1,0 +1,70 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// forward sends one unary call to the backend after admission. The
+// backend's answer, including its gRPC status code and message, is returned
+// untouched. Requests are never logged (they may hold credentials).
+func forward[Req, Resp any](s *Shim, ctx context.Context, method string, req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	var zero Resp
+	if s.draining() {
+		return zero, status.Error(codes.Unavailable, ErrDraining.Error())
+	}
+	release, err := s.gates[methodClass[method]].acquire(ctx)
+	if err != nil {
+		return zero, status.FromContextError(err).Err()
+	}
+	defer release()
+	start := time.Now()
+	resp, err := fn(ctx, req)
+	if ce := s.log.Check(zap.DebugLevel, "CRI call"); ce != nil {
+		ce.Write(zap.String("method", method), zap.Duration("latency", time.Since(start)), zap.Stringer("code", status.Code(err)))
+	}
+	return resp, err
+}
+
+// streamForward relays a server-streaming call from the backend.
+func streamForward[Req, Resp any](s *Shim, ss grpc.ServerStreamingServer[Resp], req Req,
+	open func(context.Context, Req, ...grpc.CallOption) (grpc.ServerStreamingClient[Resp], error), edit func(*Resp) *Resp) error {
+	if s.draining() {
+		return status.Error(codes.Unavailable, ErrDraining.Error())
+	}
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.drain:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	up, err := open(ctx, req)
+	if err != nil {
+		return err
+	}
+	for {
+		m, err := up.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if edit != nil {
+			m = edit(m)
+		}
+		if err := ss.Send(m); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/runtimeview"
+)
+
+var (
+	_ runtimeapi.RuntimeServiceServer = (*Shim)(nil)
+	_ runtimeapi.ImageServiceServer   = (*Shim)(nil)
+)
+
+// ErrDraining is returned (as codes.Unavailable) for calls that arrive
+// while the shim shuts down.
+var ErrDraining = errors.New("crishim: shutting down")
+
+// Config is the shim's configuration. The zero value passes everything
+// through except List calls, which are answered from the view.
+type Config struct {
+	// Limits per admission class.
+	Limits [numClasses]Limits
+	// PassthroughLists sends ListPodSandbox and ListContainers to the
+	// runtime instead of answering them from the view.
+	PassthroughLists bool
+	// RelistPeriod and MaxStaleness configure the view (runtimeview
+	// defaults when zero).
+	RelistPeriod, MaxStaleness time.Duration
+	// EventBuffer is each GetContainerEvents subscriber's buffer
+	// (runtimeview.DefaultBuffer when zero).
+	EventBuffer int
+	// AsyncRunPodSandbox makes RunPodSandbox return once validated and
+	// queued; see the package documentation.
+	AsyncRunPodSandbox bool
+	// AsyncWorkers is how many queued RunPodSandbox calls run at once
+	// (default 8); they also pass the mutating class's admission.
+	AsyncWorkers int
+	// AsyncQueue bounds the accepted calls not yet started (default 256);
+	// a full queue makes RunPodSandbox wait for room.
+	AsyncQueue int
+	// Logger (default zap.NewNop()). Requests are never logged, so
+	// registry credentials cannot leak into the log.
+	Logger *zap.Logger
+}
+
+// Shim is a CRI server that forwards to a backend runtime: a drop-in
+// endpoint for the kubelet. Create it with New, serve it with Register on
+// a grpc.Server, stop it with Drain and Close.
+type Shim struct {
+	runtimeapi.UnsafeRuntimeServiceServer
+	runtimeapi.UnsafeImageServiceServer
+
+	cfg     Config
+	log     *zap.Logger
+	conn    *grpc.ClientConn
+	rt      runtimeapi.RuntimeServiceClient
+	img     runtimeapi.ImageServiceClient
+	client  *criclient.Client // feeds the view
+	view    *runtimeview.View
+	gates   [numClasses]*gate
+	async   *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drainMu sync.RWMutex
+	drain   chan struct{} // closed by Drain: streams end, new calls fail
+	closeMu sync.Once
+}
+
+// New connects to the backend at endpoint ("unix:///path") and starts the
+// view. It does not wait for the backend: a backend that is down shows up
+// as errors and in Health.
+func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
+	for c := range s.gates {
+		s.gates[c] = newGate(cfg.Limits[c])
+	}
+	target, err := unixTarget(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	s.conn, err = grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(criclient.DefaultMaxMessageSize), grpc.MaxCallSendMsgSize(criclient.DefaultMaxMessageSize)))
+	if err != nil {
+		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
+	}
+	s.rt = runtimeapi.NewRuntimeServiceClient(s.conn)
+	s.img = runtimeapi.NewImageServiceClient(s.conn)
+	s.client, err = criclient.Dial(ctx, target, criclient.WithoutVersionCheck(), criclient.WithLogger(cfg.Logger.Named("view")))
+	if err != nil {
+		_ = s.conn.Close()
+		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
+	}
+	s.view = runtimeview.New(s.client,
+		runtimeview.WithRelistPeriod(cfg.RelistPeriod),
+		runtimeview.WithMaxStaleness(cfg.MaxStaleness),
+		runtimeview.WithLogger(cfg.Logger.Named("view")))
+	if cfg.AsyncRunPodSandbox {
+		s.async = newAsyncSandboxes(s, max(cfg.AsyncWorkers, 0), cfg.AsyncQueue)
+		if err := s.async.recover(ctx); err != nil {
+			s.log.Warn("could not rebuild the sandbox id map; it fills as sandboxes are listed", zap.Error(err))
+		}
+	}
+	return s, nil
+}
+
+// Register registers the shim's RuntimeService and ImageService on srv.
+func (s *Shim) Register(srv grpc.ServiceRegistrar) {
+	runtimeapi.RegisterRuntimeServiceServer(srv, s)
+	runtimeapi.RegisterImageServiceServer(srv, s)
+}
+
+// Health reports whether the shim can answer from fresh data: nil, or why
+// not (the view's *runtimeview.StaleError wrapping the backend's error).
+func (s *Shim) Health() error { return s.view.Health() }
+
+// View returns the shim's view of the runtime (for metrics and tests).
+func (s *Shim) View() *runtimeview.View { return s.view }
+
+// Drain makes new calls fail with ErrDraining, ends every event stream, and
+// waits (until ctx ends) for the accepted asynchronous RunPodSandbox calls
+// to reach the runtime and finish. Call it before grpc.Server.GracefulStop.
+func (s *Shim) Drain(ctx context.Context) error {
+	s.drainMu.Lock()
+	select {
+	case <-s.drain:
+	default:
+		close(s.drain)
+	}
+	s.drainMu.Unlock()
+	if s.async != nil {
+		return s.async.wait(ctx)
+	}
+	return nil
+}
+
+// Close stops the view and the async workers and closes the backend
+// connections. Idempotent.
+func (s *Shim) Close() error {
+	var err error
+	s.closeMu.Do(func() {
+		_ = s.Drain(context.Background())
+		if s.async != nil {
+			s.async.close()
+		}
+		s.view.Close()
+		err = errors.Join(s.client.Close(context.Background()), s.conn.Close())
+	})
+	return err
+}
+
+func (s *Shim) draining() bool {
+	select {
+	case <-s.drain:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,312 @@
+package shim_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/crishim/shim"
+)
+
+func TestSocketMode(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{})
+	fi, err := os.Stat(sv.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != shim.SocketMode {
+		t.Errorf("socket mode %o, want %o", got, shim.SocketMode)
+	}
+	if _, err := shim.Listen("unix://" + sv.socket); err == nil {
+		t.Error("Listen replaced a socket a server answers on")
+	}
+	if _, err := shim.Listen("relative/path"); err == nil {
+		t.Error("Listen accepted a relative endpoint")
+	}
+}
+
+// Mutations through the shim are visible to the next List at once, and
+// the backend's codes (Unimplemented, NotFound) come through untouched.
+func TestPassthroughReadYourWrites(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: time.Hour})
+	ctx := ctxT(t)
+
+	v, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil || v.GetRuntimeName() == "" {
+		t.Fatalf("Version: %v %v", v, err)
+	}
+	sb, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(pods.GetItems()) != 1 || pods.Items[0].Id != sb.PodSandboxId {
+		t.Fatalf("ListPodSandbox after RunPodSandbox: %v %v", pods, err)
+	}
+	c, err := sv.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sv.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: sb.PodSandboxId}})
+	if err != nil || len(cs.GetContainers()) != 1 || cs.Containers[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("ListContainers after StartContainer: %v %v", cs, err)
+	}
+	if _, err := sv.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err = sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(pods.GetItems()) != 0 {
+		t.Fatalf("ListPodSandbox after RemovePodSandbox: %v %v", pods, err)
+	}
+	if _, err := sv.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: c.ContainerId, Cmd: []string{"true"}}); status.Code(err) != codes.Unimplemented && status.Code(err) != codes.NotFound {
+		t.Errorf("ExecSync on crisim: %v, want the backend's code", err)
+	}
+	if _, err := sv.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "nope"}); status.Code(err) != codes.NotFound {
+		t.Errorf("PodSandboxStatus of unknown id: %v, want NotFound", err)
+	}
+	// Only the view's one relist reached the backend.
+	// Only the view's relists reached the backend: the first one and the
+	// one after its event stream opened.
+	if n := srv.Runtime().Calls("ListPodSandbox"); n > 2 {
+		t.Errorf("backend saw %d ListPodSandbox calls, want at most 2 (the view's relists)", n)
+	}
+}
+
+// A hung mutation does not hold up reads, even with the mutating class at
+// one call in flight.
+func TestReadsDoNotWaitBehindMutations(t *testing.T) {
+	srv := startCrisim(t)
+	var cfg shim.Config
+	cfg.Limits[shim.ClassMutating] = shim.Limits{MaxInFlight: 1}
+	sv := serve(t, srv.Endpoint(), cfg)
+	ctx := ctxT(t)
+	srv.Runtime().HangNext("RunPodSandbox", 1)
+	hung, cancel := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() {
+		_, err := sv.rt.RunPodSandbox(hung, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("a")})
+		done <- err
+	}()
+	eventually(t, "the hung RunPodSandbox to reach the backend", func() bool { return srv.Runtime().InFlight("RunPodSandbox") == 1 })
+	go func() {
+		_, err := sv.rt.RunPodSandbox(hung, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("b")})
+		done <- err
+	}()
+	for range 3 {
+		if _, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sv.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Runtime().Calls("RunPodSandbox"); got != 1 {
+		t.Errorf("backend saw %d RunPodSandbox calls with MaxInFlight 1 and one hung, want 1", got)
+	}
+	cancel()
+	for range 2 {
+		if err := <-done; status.Code(err) != codes.Canceled {
+			t.Errorf("cancelled RunPodSandbox: %v", err)
+		}
+	}
+}
+
+// One subscriber that stops reading is cut off with ResourceExhausted; the
+// other sees every event; the backend holds one stream.
+func TestEventFanoutSlowSubscriber(t *testing.T) {
+	srv := startCrisim(t, crisim.WithEventBuffer(100000))
+	// A small HTTP/2 window so the stalled client's transport fills up.
+	sv := serve(t, srv.Endpoint(), shim.Config{EventBuffer: 4}, grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16))
+	fast := serve(t, srv.Endpoint(), shim.Config{EventBuffer: 100000})
+	ctx := ctxT(t)
+	slow, err := sv.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := fast.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both subscriptions", func() bool { return srv.Runtime().Subscribers() == 2 })
+	_ = quick
+	// Subscriptions are registered once the view's stream is open; make
+	// sure both shims' handlers subscribed before producing events.
+	time.Sleep(100 * time.Millisecond)
+
+	const pods = 400
+	got := make(chan int, 1)
+	go func() {
+		n := 0
+		for n < pods {
+			ev, err := quick.Recv()
+			if err != nil {
+				break
+			}
+			if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT {
+				n++
+			}
+		}
+		got <- n
+	}()
+	for i := range pods {
+		cfg := sandboxConfig("p" + string(rune('a'+i%26)) + time.Now().Format("150405.000000000"))
+		if _, err := srv.Runtime().RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := <-got; n != pods {
+		t.Errorf("fast subscriber saw %d of %d sandbox CREATED events", n, pods)
+	}
+	eventually(t, "the slow subscriber to be cut off", func() bool { return sv.shim.View().Stats().Overflows > 0 })
+	var end error
+	for {
+		if _, end = slow.Recv(); end != nil {
+			break
+		}
+	}
+	if status.Code(end) != codes.ResourceExhausted {
+		t.Errorf("slow subscriber ended with %v, want ResourceExhausted", end)
+	}
+	if full, _ := srv.Runtime().EventsLost(); full != 0 {
+		t.Errorf("the backend dropped %d events for full buffers: the shim must keep up", full)
+	}
+}
+
+// A backend that stops answering makes reads fail and Health report it
+// once the bound passes; it recovers when the backend is back.
+func TestBackendStopsAnswering(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond})
+	ctx := ctxT(t)
+	eventually(t, "healthy", func() bool { return sv.shim.Health() == nil })
+	srv.Runtime().SetErrorRate("ListPodSandbox", 1, codes.Unavailable)
+	eventually(t, "unhealthy", func() bool { return sv.shim.Health() != nil })
+	_, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("ListPodSandbox on a stale view: %v, want Unavailable", err)
+	}
+	srv.Runtime().SetErrorRate("ListPodSandbox", 0, codes.OK)
+	eventually(t, "healthy again", func() bool { return sv.shim.Health() == nil })
+	if _, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Drain ends event streams and refuses new calls with Unavailable.
+func TestDrain(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{})
+	ctx := ctxT(t)
+	ev, err := sv.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the view's stream", func() bool { return srv.Runtime().Subscribers() == 1 })
+	if err := sv.shim.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("event stream after Drain: %v, want Unavailable", err)
+	}
+	if _, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("Version after Drain: %v, want Unavailable", err)
+	}
+}
+
+// Async RunPodSandbox: a minted id at once, later calls wait for it and
+// see its real error, status and lists show the failure.
+func TestAsyncRunPodSandbox(t *testing.T) {
+	srv := startCrisim(t, crisim.WithLatency("RunPodSandbox", crisim.Fixed(50*time.Millisecond)))
+	sv := serve(t, srv.Endpoint(), shim.Config{AsyncRunPodSandbox: true})
+	ctx := ctxT(t)
+	events, err := sv.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the view's stream", func() bool { return srv.Runtime().Subscribers() == 1 })
+	time.Sleep(50 * time.Millisecond)
+
+	resp, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.PodSandboxId
+	st, err := sv.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || st.Status.Id != id {
+		t.Fatalf("PodSandboxStatus of an accepted sandbox: %v %v", st, err)
+	}
+	if _, dup := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")}); status.Code(dup) != codes.AlreadyExists {
+		t.Errorf("second RunPodSandbox of a pending sandbox: %v, want AlreadyExists", dup)
+	}
+	c, err := sv.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: id, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")})
+	if err != nil {
+		t.Fatalf("CreateContainer in an async sandbox: %v", err)
+	}
+	cs, err := sv.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: id}})
+	if err != nil || len(cs.GetContainers()) != 1 || cs.Containers[0].Id != c.ContainerId || cs.Containers[0].PodSandboxId != id {
+		t.Fatalf("ListContainers by minted sandbox id: %v %v", cs, err)
+	}
+	pods, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(pods.GetItems()) != 1 || pods.Items[0].Id != id {
+		t.Fatalf("ListPodSandbox: %v %v", pods, err)
+	}
+	if _, leaked := pods.Items[0].Labels[shim.SandboxIDLabel]; leaked || pods.Items[0].Labels["app"] != "web" {
+		t.Errorf("labels: %v", pods.Items[0].Labels)
+	}
+	ev, err := events.Recv()
+	if err != nil || ev.GetContainerId() != id || ev.GetPodSandboxStatus().GetId() != id {
+		t.Errorf("first event: %v %v, want the sandbox under its minted id", ev, err)
+	}
+
+	// A failure: the caller's later calls see the runtime's error.
+	srv.Runtime().FailNext("RunPodSandbox", 1, status.Error(codes.ResourceExhausted, "no IPs left"))
+	resp, err = sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("bad")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := resp.PodSandboxId
+	_, err = sv.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: bad, Config: containerConfig("app"), SandboxConfig: sandboxConfig("bad")})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("CreateContainer in a failed sandbox: %v, want the RunPodSandbox error", err)
+	}
+	st, err = sv.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: bad, Verbose: true})
+	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("status of a failed sandbox: %v %v, want NOTREADY", st, err)
+	}
+	pods, _ = sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}}})
+	if len(pods.GetItems()) != 1 || pods.Items[0].Id != bad {
+		t.Errorf("NOTREADY sandboxes: %v, want the failed one", pods)
+	}
+	if _, err := sv.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: bad}); err != nil {
+		t.Errorf("StopPodSandbox of a failed sandbox: %v", err)
+	}
+	if _, err := sv.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: bad}); err != nil {
+		t.Errorf("RemovePodSandbox of a failed sandbox: %v", err)
+	}
+	if _, err := sv.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: bad}); status.Code(err) != codes.NotFound {
+		t.Errorf("status after removal: %v, want NotFound", err)
+	}
+	if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("RunPodSandbox without metadata: %v, want InvalidArgument", err)
+	}
+	// The real call finishes before Drain returns.
+	if err := sv.shim.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

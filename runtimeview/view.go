@@ -1,0 +1,274 @@
+package runtimeview
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Source is the part of the CRI runtime service the view reads, with
+// exactly the signatures of k8s.io/cri-api/pkg/apis.RuntimeService, so
+// criclient.Client, cri-client and cri-api's fakes all fit.
+type Source interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
+}
+
+// View is a local, snapshot-consistent copy of a runtime's pod sandboxes
+// and containers, fed by one event stream and a periodic relist, that fans
+// the events out to any number of subscribers. It is safe for concurrent
+// use. Create it with New; release it with Close.
+type View struct {
+	src Source
+	cfg config
+	log *zap.Logger
+
+	life   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	relist chan struct{} // a relist is wanted now
+	// confirmSlots bounds the status calls confirming mutations.
+	confirmSlots chan struct{}
+
+	mu           sync.Mutex
+	closed       bool
+	sandboxes    map[string]entry[*runtimeapi.PodSandbox]
+	containers   map[string]entry[*runtimeapi.Container]
+	tombs        map[key]time.Time // removed objects, until a relist started after their removal
+	dirty        map[key]time.Time // mutations not yet confirmed, by when they completed
+	synced       chan struct{}     // closed at the first successful relist
+	syncedAt     time.Time         // start of the last successful relist
+	lastErr      error             // of the last failed relist (nil after a success)
+	updated      chan struct{}     // closed and replaced when dirty shrinks or a relist ends
+	subs         map[*Subscription]struct{}
+	upstreamOpen bool // the runtime's event stream is open
+	stats        Stats
+}
+
+type entry[T any] struct {
+	item T
+	seen time.Time // when the runtime was observed in this state
+}
+
+type kind int
+
+const (
+	kindSandbox kind = iota
+	kindContainer
+)
+
+type key struct {
+	kind kind
+	id   string
+}
+
+// Stats counts what the view did, for tests and metrics.
+type Stats struct {
+	// Relists and RelistErrors count full relists and the failed ones.
+	Relists, RelistErrors int
+	// Events counts events received from the runtime.
+	Events int
+	// StatusCalls counts point refreshes made to confirm mutations.
+	StatusCalls int
+	// Overflows counts subscriptions ended by ErrOverflow.
+	Overflows int
+	// StreamBreaks counts upstream event streams that ended.
+	StreamBreaks int
+}
+
+// New starts a view of src: a relist now and every relist period, and one
+// event subscription (re-opened with back-off when it breaks). Close stops
+// both.
+func New(src Source, opts ...Option) *View {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	v := &View{
+		src:          src,
+		cfg:          cfg,
+		log:          cfg.logger,
+		relist:       make(chan struct{}, 1),
+		confirmSlots: make(chan struct{}, maxConfirms),
+		sandboxes:    map[string]entry[*runtimeapi.PodSandbox]{},
+		containers:   map[string]entry[*runtimeapi.Container]{},
+		tombs:        map[key]time.Time{},
+		dirty:        map[key]time.Time{},
+		synced:       make(chan struct{}),
+		updated:      make(chan struct{}),
+		subs:         map[*Subscription]struct{}{},
+	}
+	v.life, v.cancel = context.WithCancel(context.Background())
+	v.wg.Add(2)
+	go v.relistLoop()
+	go v.eventLoop()
+	return v
+}
+
+// Close stops the relists and the event stream, ends every subscription
+// with ErrClosed and waits for the view's goroutines. Idempotent.
+func (v *View) Close() {
+	v.mu.Lock()
+	if !v.closed {
+		v.closed = true
+		for s := range v.subs {
+			v.endLocked(s, ErrClosed)
+		}
+	}
+	v.mu.Unlock()
+	v.cancel()
+	v.wg.Wait()
+}
+
+// Stats returns a copy of the view's counters.
+func (v *View) Stats() Stats {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.stats
+}
+
+// Health returns nil when the view's data is within the staleness bound,
+// else a *StaleError saying how old it is and why the runtime did not
+// answer.
+func (v *View) Health() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return ErrClosed
+	}
+	return v.freshLocked(v.cfg.clock.Now())
+}
+
+func (v *View) freshLocked(now time.Time) error {
+	if v.syncedAt.IsZero() {
+		return &StaleError{Bound: v.cfg.maxStaleness, LastErr: v.lastErr}
+	}
+	if age := now.Sub(v.syncedAt); age > v.cfg.maxStaleness {
+		return &StaleError{Age: age, Bound: v.cfg.maxStaleness, LastErr: v.lastErr}
+	}
+	return nil
+}
+
+// ListPodSandbox answers from the view, with the filter applied as
+// containerd applies it. See the package documentation for what the answer
+// is guaranteed to contain. The items are shared: do not modify them.
+func (v *View) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if err := v.ready(ctx, "ListPodSandbox"); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	id := filter.GetId()
+	if id != "" {
+		var ok bool
+		if id, ok = resolveID(id, v.sandboxes); !ok {
+			return []*runtimeapi.PodSandbox{}, nil
+		}
+	}
+	out := make([]*runtimeapi.PodSandbox, 0, len(v.sandboxes))
+	for _, e := range v.sandboxes {
+		if matchSandbox(e.item, id, filter) {
+			out = append(out, e.item)
+		}
+	}
+	return out, nil
+}
+
+// ListContainers answers from the view, with the filter applied as
+// containerd applies it. The items are shared: do not modify them.
+func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if err := v.ready(ctx, "ListContainers"); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	id, sandboxID := filter.GetId(), filter.GetPodSandboxId()
+	var ok bool
+	if id != "" {
+		if id, ok = resolveID(id, v.containers); !ok {
+			return []*runtimeapi.Container{}, nil
+		}
+	}
+	if sandboxID != "" {
+		if sandboxID, ok = resolveID(sandboxID, v.sandboxes); !ok {
+			return []*runtimeapi.Container{}, nil
+		}
+	}
+	out := make([]*runtimeapi.Container, 0, len(v.containers))
+	for _, e := range v.containers {
+		if matchContainer(e.item, id, sandboxID, filter) {
+			out = append(out, e.item)
+		}
+	}
+	return out, nil
+}
+
+// ready waits for the first sync and for every mutation reported before
+// the call began to be confirmed, then checks the staleness bound.
+func (v *View) ready(ctx context.Context, method string) error {
+	begun := v.cfg.clock.Now()
+	select {
+	case <-v.synced:
+	case <-ctx.Done():
+		v.mu.Lock()
+		err := v.freshLocked(v.cfg.clock.Now())
+		v.mu.Unlock()
+		return fmt.Errorf("runtimeview: %s: waiting for the first relist: %w (%v)", method, ctx.Err(), err)
+	case <-v.life.Done():
+		return fmt.Errorf("runtimeview: %s: %w", method, ErrClosed)
+	}
+	for {
+		v.mu.Lock()
+		if v.closed {
+			v.mu.Unlock()
+			return fmt.Errorf("runtimeview: %s: %w", method, ErrClosed)
+		}
+		pending := false
+		for _, at := range v.dirty {
+			if !at.After(begun) {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			err := v.freshLocked(v.cfg.clock.Now())
+			v.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("runtimeview: %s: %w", method, err)
+			}
+			return nil
+		}
+		updated := v.updated
+		v.mu.Unlock()
+		select {
+		case <-updated:
+		case <-ctx.Done():
+			return status.Errorf(codes.DeadlineExceeded, "runtimeview: %s: waiting for a mutation to be confirmed: %v", method, ctx.Err())
+		case <-v.life.Done():
+			return fmt.Errorf("runtimeview: %s: %w", method, ErrClosed)
+		}
+	}
+}
+
+func (v *View) broadcastLocked() {
+	close(v.updated)
+	v.updated = make(chan struct{})
+}
+
+func (v *View) requestRelist() {
+	select {
+	case v.relist <- struct{}{}:
+	default:
+	}
+}
