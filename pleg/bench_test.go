@@ -32,7 +32,7 @@ func totalCalls(rt *crisim.Runtime) int64 {
 // runtime calls per minute, simulated over 10 minutes of a fake clock.
 func BenchmarkIdleRuntimeCalls(b *testing.B) {
 	for _, mode := range []string{"relist-1s", "evented"} {
-		b.Run(mode, func(b *testing.B) {
+		b.Run("mode="+mode, func(b *testing.B) {
 			rt, c := startSim(b)
 			makePods(b, c, 100, 3)
 			clk := testclock.NewFakeClock(time.Now())
@@ -133,7 +133,7 @@ func (l *latencyProbe) pending() int {
 // moments over 2 s; p50/p99 of exit → ContainerDied delivered.
 func BenchmarkExitLatency(b *testing.B) {
 	for _, mode := range []string{"relist-1s", "evented"} {
-		b.Run("crisim/"+mode, func(b *testing.B) {
+		b.Run("runtime=crisim/mode="+mode, func(b *testing.B) {
 			rt, c := startSim(b, crisim.WithRealisticLatencies(), crisim.WithSeed(1))
 			pods := makePods(b, c, 100, 3)
 			p, err := New(c, newFakeCache(), WithEventStream(mode == "evented"))
@@ -183,7 +183,7 @@ func BenchmarkExitLatency(b *testing.B) {
 		})
 	}
 	for _, mode := range []string{"relist-1s", "evented"} {
-		b.Run("containerd/"+mode, func(b *testing.B) { benchRealNodeExitLatency(b, mode == "evented") })
+		b.Run("runtime=containerd/mode="+mode, func(b *testing.B) { benchRealNodeExitLatency(b, mode == "evented") })
 	}
 }
 
@@ -312,7 +312,7 @@ func benchRealNodeExitLatency(b *testing.B, evented bool) {
 // Serial inspection (the kubelet) vs parallel.
 func BenchmarkRelistDuration(b *testing.B) {
 	for _, par := range []int{1, 8, 32} {
-		b.Run(fmt.Sprintf("inspect-parallelism-%d", par), func(b *testing.B) {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			_, c := startSim(b, crisim.WithLatency("ContainerStatus", crisim.Fixed(2*time.Millisecond)),
 				crisim.WithLatency("PodSandboxStatus", crisim.Fixed(2*time.Millisecond)))
 			makePods(b, c, 100, 3)
