@@ -141,7 +141,7 @@ func (v *View) apply(ev *runtimeapi.ContainerEventResponse) {
 		return
 	}
 	v.stats.Events++
-	now := v.cfg.clock.Now()
+	now := v.nextLocked()
 	ps := ev.GetPodSandboxStatus()
 	sandboxID := ps.GetId()
 	deleted := ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT

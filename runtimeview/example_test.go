@@ -34,6 +34,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer sub.Close()
+	// The CRI gives no signal that a stream is live; wait until the
+	// runtime has registered the view's one stream.
+	if err := srv.Runtime().WaitSubscribers(ctx, 1); err != nil {
+		log.Fatal(err)
+	}
 
 	cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "u1"}}
 	id, err := c.RunPodSandbox(ctx, cfg, "")

@@ -2,7 +2,6 @@ package runtimeview
 
 import (
 	"context"
-	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -33,7 +32,10 @@ func (v *View) relistLoop() {
 // confirmation after the relist started); an object it did not list is
 // dropped unless the view saw it after the relist started.
 func (v *View) relistOnce() {
-	started := v.cfg.clock.Now()
+	startedAt := v.cfg.clock.Now()
+	v.mu.Lock()
+	started := v.nextLocked()
+	v.mu.Unlock()
 	ctx, cancel := context.WithTimeout(v.life, v.cfg.maxStaleness)
 	sandboxes, err := v.src.ListPodSandbox(ctx, nil)
 	var containers []*runtimeapi.Container
@@ -58,17 +60,17 @@ func (v *View) relistOnce() {
 	mergeList(v.sandboxes, sandboxes, kindSandbox, v.tombs, started, (*runtimeapi.PodSandbox).GetId)
 	mergeList(v.containers, containers, kindContainer, v.tombs, started, (*runtimeapi.Container).GetId)
 	for k, at := range v.tombs {
-		if !at.After(started) {
+		if at <= started {
 			delete(v.tombs, k)
 		}
 	}
 	for k, at := range v.dirty {
-		if !at.After(started) {
+		if at <= started {
 			delete(v.dirty, k)
 		}
 	}
-	if started.After(v.syncedAt) {
-		v.syncedAt = started
+	if startedAt.After(v.syncedAt) {
+		v.syncedAt = startedAt
 	}
 	v.lastErr = nil
 	select {
@@ -79,21 +81,21 @@ func (v *View) relistOnce() {
 	v.broadcastLocked()
 }
 
-func mergeList[T any](m map[string]entry[T], items []T, k kind, tombs map[key]time.Time, started time.Time, id func(T) string) {
+func mergeList[T any](m map[string]entry[T], items []T, k kind, tombs map[key]tick, started tick, id func(T) string) {
 	listed := make(map[string]struct{}, len(items))
 	for _, it := range items {
 		i := id(it)
 		listed[i] = struct{}{}
-		if e, ok := m[i]; ok && e.seen.After(started) {
+		if e, ok := m[i]; ok && e.seen > started {
 			continue
 		}
-		if at, ok := tombs[key{k, i}]; ok && at.After(started) {
+		if at, ok := tombs[key{k, i}]; ok && at > started {
 			continue
 		}
 		m[i] = entry[T]{item: it, seen: started}
 	}
 	for i, e := range m {
-		if _, ok := listed[i]; !ok && !e.seen.After(started) {
+		if _, ok := listed[i]; !ok && e.seen <= started {
 			delete(m, i)
 		}
 	}
@@ -111,7 +113,7 @@ func (v *View) SandboxChanged(id string) {
 	if v.closed || id == "" {
 		return
 	}
-	now := v.cfg.clock.Now()
+	now := v.nextLocked()
 	v.markLocked(key{kindSandbox, id}, now, "")
 	for cid, e := range v.containers {
 		if e.item.GetPodSandboxId() == id {
@@ -134,7 +136,7 @@ func (v *View) ContainerChanged(id, podSandboxID string) {
 	if podSandboxID == "" {
 		podSandboxID = v.containers[id].item.GetPodSandboxId()
 	}
-	v.markLocked(key{kindContainer, id}, v.cfg.clock.Now(), podSandboxID)
+	v.markLocked(key{kindContainer, id}, v.nextLocked(), podSandboxID)
 }
 
 // SandboxRemoved reports that RemovePodSandbox of id succeeded: the sandbox
@@ -142,8 +144,7 @@ func (v *View) ContainerChanged(id, podSandboxID string) {
 func (v *View) SandboxRemoved(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.cfg.clock.Now()
-	v.removeSandboxLocked(id, now)
+	v.removeSandboxLocked(id, v.nextLocked())
 }
 
 // ContainerRemoved reports that RemoveContainer of id succeeded: the
@@ -151,10 +152,10 @@ func (v *View) SandboxRemoved(id string) {
 func (v *View) ContainerRemoved(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.removeContainerLocked(id, v.cfg.clock.Now())
+	v.removeContainerLocked(id, v.nextLocked())
 }
 
-func (v *View) removeSandboxLocked(id string, now time.Time) {
+func (v *View) removeSandboxLocked(id string, now tick) {
 	delete(v.sandboxes, id)
 	v.tombs[key{kindSandbox, id}] = now
 	delete(v.dirty, key{kindSandbox, id})
@@ -166,7 +167,7 @@ func (v *View) removeSandboxLocked(id string, now time.Time) {
 	v.broadcastLocked()
 }
 
-func (v *View) removeContainerLocked(id string, now time.Time) {
+func (v *View) removeContainerLocked(id string, now tick) {
 	delete(v.containers, id)
 	v.tombs[key{kindContainer, id}] = now
 	delete(v.dirty, key{kindContainer, id})
@@ -174,7 +175,7 @@ func (v *View) removeContainerLocked(id string, now time.Time) {
 }
 
 // markLocked records an unconfirmed mutation and starts its confirmation.
-func (v *View) markLocked(k key, at time.Time, podSandboxID string) {
+func (v *View) markLocked(k key, at tick, podSandboxID string) {
 	v.dirty[k] = at
 	if k.kind == kindContainer && podSandboxID == "" {
 		// A container status does not name its sandbox: only a relist
@@ -197,7 +198,9 @@ func (v *View) confirm(k key, podSandboxID string) {
 	}
 	ctx, cancel := context.WithTimeout(v.life, v.cfg.statusTimeout)
 	defer cancel()
-	started := v.cfg.clock.Now()
+	v.mu.Lock()
+	started := v.nextLocked()
+	v.mu.Unlock()
 	var (
 		sandbox   *runtimeapi.PodSandboxStatus
 		container *runtimeapi.ContainerStatus
@@ -234,17 +237,17 @@ func (v *View) confirm(k key, podSandboxID string) {
 		v.log.Debug("confirming a mutation failed", zap.String("id", k.id), zap.Error(err))
 		v.requestRelist()
 		return
-	case v.tombs[k].After(started):
+	case v.tombs[k] > started:
 	case sandbox != nil:
-		if e, ok := v.sandboxes[k.id]; !ok || !e.seen.After(started) {
+		if e, ok := v.sandboxes[k.id]; !ok || e.seen <= started {
 			v.sandboxes[k.id] = entry[*runtimeapi.PodSandbox]{item: sandboxFromStatus(sandbox), seen: started}
 		}
 	default:
-		if e, ok := v.containers[k.id]; !ok || !e.seen.After(started) {
+		if e, ok := v.containers[k.id]; !ok || e.seen <= started {
 			v.containers[k.id] = entry[*runtimeapi.Container]{item: containerFromStatus(container, podSandboxID), seen: started}
 		}
 	}
-	if at, ok := v.dirty[k]; ok && !at.After(started) {
+	if at, ok := v.dirty[k]; ok && at <= started {
 		delete(v.dirty, k)
 	}
 	v.broadcastLocked()

@@ -43,12 +43,13 @@ type View struct {
 	closed       bool
 	sandboxes    map[string]entry[*runtimeapi.PodSandbox]
 	containers   map[string]entry[*runtimeapi.Container]
-	tombs        map[key]time.Time // removed objects, until a relist started after their removal
-	dirty        map[key]time.Time // mutations not yet confirmed, by when they completed
-	synced       chan struct{}     // closed at the first successful relist
-	syncedAt     time.Time         // start of the last successful relist
-	lastErr      error             // of the last failed relist (nil after a success)
-	updated      chan struct{}     // closed and replaced when dirty shrinks or a relist ends
+	ticks        tick          // logical clock ordering observations and mutations
+	tombs        map[key]tick  // removed objects, until a relist started after their removal
+	dirty        map[key]tick  // mutations not yet confirmed, by when they were reported
+	synced       chan struct{} // closed at the first successful relist
+	syncedAt     time.Time     // start of the last successful relist
+	lastErr      error         // of the last failed relist (nil after a success)
+	updated      chan struct{} // closed and replaced when dirty shrinks or a relist ends
 	subs         map[*Subscription]struct{}
 	upstreamOpen bool // the runtime's event stream is open
 	stats        Stats
@@ -56,7 +57,17 @@ type View struct {
 
 type entry[T any] struct {
 	item T
-	seen time.Time // when the runtime was observed in this state
+	seen tick // when the runtime was observed in this state
+}
+
+// tick is a logical time: every observation of the runtime (relist or
+// status call start, event) and every reported mutation takes the next one,
+// so their order is exact even when the clock does not move.
+type tick uint64
+
+func (v *View) nextLocked() tick {
+	v.ticks++
+	return v.ticks
 }
 
 type kind int
@@ -103,8 +114,8 @@ func New(src Source, opts ...Option) *View {
 		confirmSlots: make(chan struct{}, maxConfirms),
 		sandboxes:    map[string]entry[*runtimeapi.PodSandbox]{},
 		containers:   map[string]entry[*runtimeapi.Container]{},
-		tombs:        map[key]time.Time{},
-		dirty:        map[key]time.Time{},
+		tombs:        map[key]tick{},
+		dirty:        map[key]tick{},
 		synced:       make(chan struct{}),
 		updated:      make(chan struct{}),
 		subs:         map[*Subscription]struct{}{},
@@ -217,7 +228,9 @@ func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 // ready waits for the first sync and for every mutation reported before
 // the call began to be confirmed, then checks the staleness bound.
 func (v *View) ready(ctx context.Context, method string) error {
-	begun := v.cfg.clock.Now()
+	v.mu.Lock()
+	begun := v.ticks
+	v.mu.Unlock()
 	select {
 	case <-v.synced:
 	case <-ctx.Done():
@@ -236,7 +249,7 @@ func (v *View) ready(ctx context.Context, method string) error {
 		}
 		pending := false
 		for _, at := range v.dirty {
-			if !at.After(begun) {
+			if at <= begun {
 				pending = true
 				break
 			}
