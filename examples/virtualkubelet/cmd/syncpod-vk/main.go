@@ -1,0 +1,182 @@
+// Command syncpod-vk runs a virtual node whose pods run on a CRI runtime
+// through syncpod's building blocks: by default an in-process simulated
+// runtime (crisim), or a real one (containerd, CRI-O) with -cri-endpoint.
+//
+//	syncpod-vk -kubeconfig ~/.kube/config -nodename syncpod-vk
+//	syncpod-vk -kubeconfig ~/.kube/config -cri-endpoint unix:///run/containerd/containerd.sock -pod-log-dir /var/log/pods
+//
+// The node registers itself (with the taint virtual-kubelet.io/provider=syncpod:NoSchedule
+// unless -taint=false), watches the pods scheduled to it and reports their
+// statuses. Logs, exec, attach and port-forward are not served. See the
+// module's README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/virtualkubelet/provider"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "syncpod-vk:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		kubeconfig = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
+		nodeName   = flag.String("nodename", "syncpod-vk", "name of the virtual node")
+		endpoint   = flag.String("cri-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the simulated runtime in-process")
+		podLogDir  = flag.String("pod-log-dir", "", "directory for pod logs (the kubelet uses /var/log/pods); empty: no logs")
+		nodeIP     = flag.String("node-ip", "", "IP reported as the pods' hostIP")
+		cpu        = flag.String("cpu", "8", "CPU capacity advertised")
+		memory     = flag.String("memory", "32Gi", "memory capacity advertised")
+		maxPods    = flag.String("pods", "110", "pod capacity advertised")
+		taint      = flag.Bool("taint", true, "taint the node so only pods that tolerate it land here")
+		workers    = flag.Int("workers", 4, "pod controller sync workers")
+		debug      = flag.Bool("debug", false, "debug logging")
+	)
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	logCfg := zap.NewProductionConfig()
+	if *debug {
+		logCfg.Level = zap.NewAtomicLevelAt(zap.DebugLevel)
+	}
+	logger, err := logCfg.Build()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+
+	// nodeutil would build the client itself, but panics later if it cannot.
+	kube, err := nodeutil.ClientsetFromEnv(*kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubernetes client from %q (or in-cluster config): %w", *kubeconfig, err)
+	}
+
+	cri := *endpoint
+	if cri == "" {
+		srv, err := crisim.Start(
+			crisim.WithRealisticLatencies(),
+			crisim.WithVersion("crisim", "simulated"),
+			crisim.WithRegistryImage("docker.io/library/busybox:1.36", 2<<20),
+			crisim.WithRegistryImage("docker.io/library/nginx:1.27", 70<<20),
+			crisim.WithRegistryImage("docker.io/library/nginx:latest", 70<<20),
+			crisim.WithRegistryImage("docker.io/library/alpine:3.20", 4<<20),
+			crisim.WithPullBandwidth(50<<20),
+		)
+		if err != nil {
+			return fmt.Errorf("start simulated runtime: %w", err)
+		}
+		defer func() { _ = srv.Close() }()
+		cri = srv.Endpoint()
+		logger.Info("running the simulated CRI runtime", zap.String("endpoint", cri))
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err := criclient.Dial(dialCtx, cri, criclient.WithLogger(logger))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", cri, err)
+	}
+	defer func() { _ = client.Close(context.Background()) }()
+
+	prov, err := provider.New(ctx, client, client,
+		provider.WithLogger(logger), provider.WithNodeName(*nodeName),
+		provider.WithNodeIP(*nodeIP), provider.WithPodLogDir(*podLogDir))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = prov.Close() }()
+
+	capacity := corev1.ResourceList{}
+	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return fmt.Errorf("capacity %s: %w", name, err)
+		}
+		capacity[name] = v
+	}
+	vk, err := nodeutil.NewNode(*nodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+		n := cfg.Node
+		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
+		n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture = "linux", "amd64"
+		n.Status.NodeInfo.KubeletVersion = "syncpod-vk"
+		if *nodeIP != "" {
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: *nodeIP}}
+		}
+		if *taint {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{
+				Key: "virtual-kubelet.io/provider", Value: "syncpod", Effect: corev1.TaintEffectNoSchedule,
+			})
+		}
+		return unsupported{prov}, prov, nil
+	}, func(cfg *nodeutil.NodeConfig) error {
+		cfg.Client = kube
+		cfg.NumWorkers = *workers
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("starting virtual node", zap.String("node", *nodeName))
+	if err := vk.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// errUnsupported answers the node API calls this example does not serve.
+var errUnsupported = errors.New("not supported by the syncpod example provider")
+
+// unsupported completes the provider into a nodeutil.Provider.
+type unsupported struct{ *provider.Provider }
+
+var _ nodeutil.Provider = unsupported{}
+
+func (unsupported) GetContainerLogs(context.Context, string, string, string, api.ContainerLogOpts) (io.ReadCloser, error) {
+	return nil, errUnsupported
+}
+
+func (unsupported) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
+	return errUnsupported
+}
+
+func (unsupported) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
+	return errUnsupported
+}
+
+func (unsupported) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return nil, errUnsupported
+}
+
+func (unsupported) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, errUnsupported
+}
+
+func (unsupported) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return errUnsupported
+}
