@@ -70,29 +70,28 @@ const (
 func BenchmarkListDuringSandboxBurst(b *testing.B) {
 	variants := []struct {
 		name string
-		dial func(b *testing.B, endpoint string) burstRuntime
+		dial func(b *testing.B, srv *crisim.Server) burstRuntime
 	}{
-		{"plain-grpc", func(b *testing.B, endpoint string) burstRuntime {
-			conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		{"client=plain-grpc", func(b *testing.B, srv *crisim.Server) burstRuntime {
+			conn, err := grpc.NewClient(srv.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = conn.Close() })
 			return plainRuntime{runtimeapi.NewRuntimeServiceClient(conn)}
 		}},
-		{"criclient", func(b *testing.B, endpoint string) burstRuntime {
-			return dial(b, srvFor(b, endpoint))
+		{"client=criclient", func(b *testing.B, srv *crisim.Server) burstRuntime {
+			return dial(b, srv)
 		}},
-		{"criclient-snapshots", func(b *testing.B, endpoint string) burstRuntime {
-			return dial(b, srvFor(b, endpoint), criclient.WithListSnapshots(time.Second))
+		{"client=criclient-snapshots", func(b *testing.B, srv *crisim.Server) burstRuntime {
+			return dial(b, srv, criclient.WithListSnapshots(time.Second))
 		}},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			srv := startSim(b, crisim.WithStoreLock(), crisim.WithRealisticLatencies(), crisim.WithSeed(7))
-			benchServers.Store(srv.Endpoint(), srv)
 			populate(b, srv)
-			rt := v.dial(b, srv.Endpoint())
+			rt := v.dial(b, srv)
 			ctx := context.Background()
 
 			var latencies []time.Duration
@@ -180,17 +179,6 @@ func BenchmarkListDuringSandboxBurst(b *testing.B) {
 			b.ReportMetric(float64(srv.Runtime().Calls("ListContainers"))/float64(b.N), "runtime-lists/op")
 		})
 	}
-}
-
-// benchServers maps an endpoint back to its crisim server for dial.
-var benchServers sync.Map
-
-func srvFor(b *testing.B, endpoint string) *crisim.Server {
-	s, ok := benchServers.Load(endpoint)
-	if !ok {
-		b.Fatalf("no server for %s", endpoint)
-	}
-	return s.(*crisim.Server)
 }
 
 // populate gives the node 20 pods with 3 containers each, so Lists carry a

@@ -84,7 +84,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 		clock:    cfg.clock,
 	}
 	for name, spec := range methodSpecs {
-		m := &method{name: name, class: spec.class, exempt: spec.exempt, invalidates: spec.invalidates}
+		m := &method{name: name, class: spec.class, invalidates: spec.invalidates}
 		switch spec.timeout {
 		case timeoutBase:
 			m.timeout = cfg.baseTimeout
@@ -157,8 +157,8 @@ func parseEndpoint(endpoint string) (string, error) {
 	switch {
 	case endpoint == "":
 		return "", fmt.Errorf("%w: empty endpoint", ErrInvalidEndpoint)
-	case strings.HasPrefix(endpoint, "unix://"):
-		path := strings.TrimPrefix(endpoint, "unix://")
+	case strings.HasPrefix(endpoint, "unix:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(endpoint, "unix:"), "//")
 		if !strings.HasPrefix(path, "/") {
 			return "", fmt.Errorf("%w: %q: want unix:///absolute/path", ErrInvalidEndpoint, endpoint)
 		}

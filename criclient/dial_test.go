@@ -13,7 +13,7 @@ import (
 
 func TestDialEndpointForms(t *testing.T) {
 	path := startStub(t, "stub")
-	for _, ep := range []string{"unix://" + path, path} {
+	for _, ep := range []string{"unix://" + path, "unix:" + path, path} {
 		c, err := criclient.Dial(context.Background(), ep)
 		if err != nil {
 			t.Fatalf("Dial(%q): %v", ep, err)

@@ -37,7 +37,9 @@
 //     on the client's clock) and a FIFO max-in-flight bound
 //     (golang.org/x/sync/semaphore). A call over the limits waits; the wait
 //     ends with the caller's context and is reported to the Observer as
-//     CallInfo.QueueWait. GetContainerEvents is never held back.
+//     CallInfo.QueueWait. The per-call timeout starts after admission, so
+//     bound the wait with ctx. GetContainerEvents is never held back.
+//     Nothing is limited by default.
 //   - List snapshots (WithListSnapshots(maxAge), off by default):
 //     ListPodSandbox and ListContainers are answered from a shared,
 //     unfiltered list with the caller's filter applied locally, exactly as
@@ -50,7 +52,10 @@
 //     when the refresh started, not from when it returned. Past maxAge/2 a
 //     snapshot is refreshed in the background while it is still served, so
 //     callers rarely wait for the runtime. Changes made by others (a
-//     container exiting, another client) show up within maxAge.
+//     container exiting, another client) show up within maxAge. Refreshes
+//     run on the client's own context, not a caller's (one caller giving up
+//     does not fail the others), so they carry no caller gRPC metadata.
+//     An Observer that implements SnapshotObserver sees every hit.
 //   - Registry credentials (AuthConfig) never appear in logs or errors;
 //     use RedactAuth or AuthField to print one yourself.
 //   - Close is idempotent, waits for background refreshes, and makes later

@@ -3,6 +3,7 @@ package criclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -69,6 +70,10 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 	if err != nil {
 		if x.scrub != nil {
 			err = x.scrub(err)
+		}
+		if c.closed.Load() && status.Code(err) == codes.Canceled {
+			// Close cut the connection under the call.
+			err = fmt.Errorf("%w: %v", ErrClosed, err)
 		}
 		err = &CallError{Method: name, Err: err, timedOut: timedOut}
 	}

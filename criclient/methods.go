@@ -80,8 +80,6 @@ const (
 type methodSpec struct {
 	class   Class
 	timeout timeoutKind
-	// exempt calls (the event stream) bypass admission control.
-	exempt bool
 	// invalidates lists the snapshots the call drops when it returns.
 	invalidates invalidation
 }
@@ -107,7 +105,7 @@ var methodSpecs = map[string]methodSpec{
 	"Exec":                  {class: ClassRead},
 	"Attach":                {class: ClassRead},
 	"PortForward":           {class: ClassRead},
-	"GetContainerEvents":    {class: ClassRead, timeout: timeoutNone, exempt: true},
+	"GetContainerEvents":    {class: ClassRead, timeout: timeoutNone}, // a stream: no admission, no observer
 	// RuntimeService: mutations
 	"RunPodSandbox":             {class: ClassMutating, timeout: timeoutDouble, invalidates: invSandboxes},
 	"StopPodSandbox":            {class: ClassMutating, invalidates: invBoth},
@@ -135,7 +133,6 @@ var methodSpecs = map[string]methodSpec{
 type method struct {
 	name        string
 	class       Class
-	exempt      bool
 	invalidates invalidation
 	timeout     time.Duration // 0: none
 	inFlight    atomic.Int64

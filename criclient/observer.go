@@ -3,10 +3,12 @@ package criclient
 import "time"
 
 // Observer is told about every call the client sends to the runtime, for
-// metrics. Methods are called synchronously on the caller's goroutine,
-// outside any lock of the client; they must be quick and safe for concurrent
-// use. List calls answered from a snapshot are not runtime calls and are not
-// observed; the snapshot refreshes are.
+// metrics. Methods are called synchronously on the caller's goroutine (a
+// snapshot refresh's own goroutine for refreshes), outside any lock of the
+// client; they must be quick and safe for concurrent use. Lists answered
+// from a snapshot are not runtime calls: they go to SnapshotServed if the
+// Observer also implements SnapshotObserver. GetContainerEvents, a stream,
+// is not observed.
 type Observer interface {
 	// CallAdmitted is called when a call passed admission control and is
 	// about to be sent. Info.Latency and Info.Err are zero.
@@ -54,4 +56,12 @@ func (f ObserverFuncs) CallFinished(info CallInfo) {
 	if f.Finished != nil {
 		f.Finished(info)
 	}
+}
+
+// SnapshotObserver is an optional interface of an Observer: with
+// WithListSnapshots, it is told about every List answered from a snapshot
+// without a runtime call, with the snapshot's age (counted from the start of
+// the refresh that produced it). Hits over hits+calls is the hit ratio.
+type SnapshotObserver interface {
+	SnapshotServed(method string, age time.Duration)
 }

@@ -85,3 +85,45 @@ func TestErrorsKeepStatusCodes(t *testing.T) {
 		t.Fatalf("RunPodSandbox(nil) = %v", err)
 	}
 }
+
+type hitCounter struct {
+	recordingObserver
+	mu   sync.Mutex
+	hits map[string][]time.Duration
+}
+
+func (h *hitCounter) SnapshotServed(method string, age time.Duration) {
+	h.mu.Lock()
+	h.hits[method] = append(h.hits[method], age)
+	h.mu.Unlock()
+}
+
+func TestSnapshotObserverSeesHits(t *testing.T) {
+	srv := startSim(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	obs := &hitCounter{hits: map[string][]time.Duration{}}
+	c := dial(t, srv, criclient.WithClock(clk), criclient.WithObserver(obs), criclient.WithListSnapshots(time.Minute))
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.ListContainers(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(time.Second)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if got := obs.hits["ListContainers"]; len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
+		t.Fatalf("snapshot hits = %v, want ages [1s 2s]", got)
+	}
+	obs.recordingObserver.mu.Lock()
+	defer obs.recordingObserver.mu.Unlock()
+	refreshes := 0
+	for _, i := range obs.finished {
+		if i.Method == "ListContainers" {
+			refreshes++
+		}
+	}
+	if refreshes != 1 {
+		t.Fatalf("%d observed ListContainers runtime calls, want 1 refresh", refreshes)
+	}
+}

@@ -56,7 +56,8 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 	now := s.c.clock.Now()
 	s.mu.Lock()
 	if s.has && now.Sub(s.refreshedAt) <= s.maxAge {
-		items := s.items
+		items, age := s.items, now.Sub(s.refreshedAt)
+		defer s.served(age)
 		// Refresh ahead: past half its life, start a background refresh
 		// so that a new snapshot is there before this one expires, even
 		// when the runtime is slow to answer Lists (a store lock held by a
@@ -91,6 +92,14 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 		return r.Val.(snapshotResult[T]).items, nil
 	case <-ctx.Done():
 		return nil, &CallError{Method: s.method, Err: ctx.Err()}
+	}
+}
+
+// served tells a SnapshotObserver about a hit; deferred so that it runs
+// after s.mu is released.
+func (s *snapshot[T]) served(age time.Duration) {
+	if o, ok := s.c.observer.(SnapshotObserver); ok {
+		o.SnapshotServed(s.method, age)
 	}
 }
 

@@ -423,3 +423,22 @@ func TestCloseEndsWaitingRefresh(t *testing.T) {
 		t.Fatalf("List after Close = %v", err)
 	}
 }
+
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	srv := startSim(t)
+	rt := srv.Runtime()
+	c, err := criclient.Dial(context.Background(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.HangNext("Status", 1)
+	done := make(chan error, 1)
+	go func() { _, err := c.Status(context.Background(), false); done <- err }()
+	eventually(t, "the call to hang", func() bool { return rt.InFlight("Status") == 1 })
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, criclient.ErrClosed) {
+		t.Fatalf("call cut by Close = %v, want ErrClosed", err)
+	}
+}
