@@ -65,11 +65,14 @@
 //   - An id the runtime created and removed while nobody could see it (no
 //     list and no event showed it) is not reported: nothing knew it existed.
 //   - The cache is written before the events derived from the same
-//     observation are delivered, and events of one pod are delivered in the
-//     order they happened. The cache never takes older data over newer (its
-//     Set refuses); when the cache kept a status with a newer time but older
-//     content than the events delivered, the pod is relisted so the cache
-//     catches up (Stats.Resyncs).
+//     observation are delivered, and one pod's events are delivered in the
+//     order the PLEG observed the changes. The cache never takes older data
+//     over newer (its Set refuses). Delivery does not hang on the cache
+//     accepting: a runtime event whose status the cache refuses still
+//     delivers a transition not yet reported (dropping it would lose that
+//     exit) and never one already reported. When the cache kept a status
+//     with a newer time but older content than the events delivered, the
+//     pod is relisted so the cache catches up (Stats.Resyncs).
 //   - The Watch channel is bounded (WithChannelCapacity, default 1000) and a
 //     send never blocks the PLEG. An event that does not fit is counted
 //     (Stats.Dropped, Observer.EventDropped) and its pod is owed a PodSync:
