@@ -29,6 +29,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error describes the failure.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("pleg: invalid %s: %s", e.Field, e.Reason)
 }
@@ -57,6 +58,7 @@ type HealthError struct {
 	never bool
 }
 
+// Error describes the failure.
 func (e *HealthError) Error() string {
 	var msg string
 	if e.never {
@@ -99,6 +101,7 @@ type InspectError struct {
 	Err error
 }
 
+// Error describes the failure.
 func (e *InspectError) Error() string {
 	return fmt.Sprintf("pleg: inspect pod %q: %s(%q): %v", e.UID, e.Method, e.ID, e.Err)
 }
@@ -114,6 +117,7 @@ type RelistError struct {
 	Err error
 }
 
+// Error describes the failure.
 func (e *RelistError) Error() string {
 	return fmt.Sprintf("pleg: relist: %s: %v", e.Method, e.Err)
 }

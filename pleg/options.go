@@ -22,10 +22,11 @@ const (
 	DefaultInspectParallelism = 8
 	// DefaultRelistTimeout bounds one relist, probe or pod relist.
 	DefaultRelistTimeout = 2 * time.Minute
-	// DefaultReconnectInitial and DefaultReconnectMax bound the event
-	// stream reconnect backoff (jittered, doubling, never giving up).
+	// DefaultReconnectInitial is the first event stream reconnect backoff
+	// (jittered, doubling, never giving up).
 	DefaultReconnectInitial = 200 * time.Millisecond
-	DefaultReconnectMax     = 30 * time.Second
+	// DefaultReconnectMax caps the event stream reconnect backoff.
+	DefaultReconnectMax = 30 * time.Second
 	// DefaultTombstoneTTL is how long removed container and sandbox ids are
 	// remembered, so that late events about them (containerd queues events
 	// for 5 min) are ignored rather than reported again.
