@@ -22,6 +22,11 @@ type containerStart struct {
 	init    bool     // an init container (regular or sidecar)
 	sidecar bool     // a restartable init container
 	remove  []string // older exited instances to remove first
+	// restartOf is set for a restart after a crash: the back-off key and
+	// the finish time the back-off is counted from, recorded once the
+	// container actually started.
+	restartKey string
+	finishedAt time.Time
 }
 
 // podActions is what one sync must do, computed from the desired pod and
@@ -147,15 +152,18 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 			a.backoffWait = d
 		}
 	}
-	// restartable applies crash-loop backoff to an exited instance.
+	// restartable applies crash-loop backoff to an exited instance; the
+	// back-off advances only when the restart really happens (startContainer).
 	restartable := func(name string, latest *ContainerStatus) bool {
-		key := backoffKey(pod, name)
-		if in, left := bo.inBackoff(key, latest.FinishedAt); in {
+		if in, left := bo.inBackoff(backoffKey(pod, name), latest.FinishedAt); in {
 			wait(name, left)
 			return false
 		}
-		bo.next(key, latest.FinishedAt)
 		return true
+	}
+	withRestart := func(step containerStart, latest *ContainerStatus) containerStart {
+		step.restartKey, step.finishedAt = backoffKey(pod, step.spec.Name), latest.FinishedAt
+		return step
 	}
 
 	// Init containers, in order.
@@ -175,7 +183,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 				continue
 			default: // exited: sidecars always restart
 				if restartable(c.Name, latest) {
-					a.initSteps = append(a.initSteps, step)
+					a.initSteps = append(a.initSteps, withRestart(step, latest))
 				}
 				if latest.Attempt == 0 && !chain {
 					return a
@@ -197,7 +205,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 			return a
 		default:
 			if restartable(c.Name, latest) {
-				a.initSteps = append(a.initSteps, step)
+				a.initSteps = append(a.initSteps, withRestart(step, latest))
 			}
 			return a
 		}
@@ -227,7 +235,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 				continue
 			}
 			if restartable(c.Name, latest) {
-				a.start = append(a.start, step)
+				a.start = append(a.start, withRestart(step, latest))
 			}
 		}
 	}

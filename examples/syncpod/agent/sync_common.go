@@ -45,6 +45,9 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 	if err := a.rt.StartContainer(ctx, id); err != nil {
 		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
 	}
+	if step.restartKey != "" {
+		a.backoff.next(step.restartKey, step.finishedAt)
+	}
 	a.metrics.containerRuns.Inc()
 	a.emit(Event{Type: EventStarted, Pod: podKey(pod), Container: step.spec.Name, Attempt: step.attempt})
 	return nil

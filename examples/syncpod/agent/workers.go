@@ -156,6 +156,9 @@ func (p *podWorkers) run(w *podWorker) {
 				w.timer.Stop()
 			}
 			w.mu.Unlock()
+			p.mu.Lock()
+			delete(p.workers, w.uid)
+			p.mu.Unlock()
 			return
 		case <-w.signal:
 		}

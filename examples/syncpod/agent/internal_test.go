@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func testPod(init []corev1.Container, containers ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-1"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, InitContainers: init}}
+	for _, c := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "img-" + c})
+	}
+	return p
+}
+
+func status(sandbox bool, cs ...*ContainerStatus) *PodStatus {
+	st := &PodStatus{UID: "uid-1", Containers: cs}
+	if sandbox {
+		st.SandboxID, st.SandboxReady = "sb", true
+	}
+	st.index()
+	return st
+}
+
+func names(steps []containerStart) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.spec.Name)
+	}
+	return out
+}
+
+func eq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestComputePodActions(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	initc := corev1.Container{Name: "init", Image: "img-init"}
+	side := corev1.Container{Name: "side", Image: "img-side", RestartPolicy: &always}
+	pod := testPod([]corev1.Container{initc, side}, "a", "b")
+	hash := func(name string) string {
+		for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if c.Name == name {
+				return containerHash(&c)
+			}
+		}
+		return ""
+	}
+	running := func(name string) *ContainerStatus {
+		return &ContainerStatus{ID: "id-" + name, Name: name, State: StateRunning, Hash: hash(name)}
+	}
+	exited := func(name string, code int32) *ContainerStatus {
+		return &ContainerStatus{ID: "id-" + name, Name: name, State: StateExited, ExitCode: code, Hash: hash(name)}
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	for _, tc := range []struct {
+		name      string
+		st        *PodStatus
+		chain     bool
+		sandbox   bool
+		init      []string
+		start     []string
+		kill      int
+		running   bool
+		podFailed bool
+	}{
+		{name: "no sandbox: create it and start the first init only", st: status(false), sandbox: true, init: []string{"init"}},
+		{name: "init running: wait", st: status(true, running("init"))},
+		{name: "init done, chain: sidecar then regular containers in one sync", st: status(true, exited("init", 0)), chain: true,
+			init: []string{"side"}, start: []string{"a", "b"}},
+		{name: "init done, kubelet: the sidecar alone", st: status(true, exited("init", 0)), init: []string{"side"}},
+		{name: "all up", st: status(true, exited("init", 0), running("side"), running("a"), running("b")), running: true},
+		{name: "one regular missing", st: status(true, exited("init", 0), running("side"), running("a")), start: []string{"b"}},
+		{name: "container not in the spec is killed",
+			st: status(true, exited("init", 0), running("side"), running("a"), running("b"), running("old")), kill: 1, running: true},
+		{name: "spec changed: kill and start again",
+			st:   status(true, exited("init", 0), running("side"), &ContainerStatus{ID: "x", Name: "a", State: StateRunning, Hash: "stale"}, running("b")),
+			kill: 1, start: []string{"a"}},
+		{name: "assumed container is neither started again nor killed",
+			st: status(true, exited("init", 0), running("side"), &ContainerStatus{Name: "a", State: StateRunning, Assumed: true},
+				&ContainerStatus{ID: "c", Name: "a", State: StateUnknown}, running("b"))},
+		{name: "created-but-not-started is replaced",
+			st:   status(true, exited("init", 0), running("side"), &ContainerStatus{ID: "c", Name: "a", State: StateUnknown}, running("b")),
+			kill: 1, start: []string{"a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := computePodActions(pod, tc.st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), tc.chain)
+			if a.createSandbox != tc.sandbox || !eq(names(a.initSteps), tc.init) || !eq(names(a.start), tc.start) ||
+				len(a.kill) != tc.kill || a.allRunning != tc.running || a.podFailed != tc.podFailed {
+				t.Errorf("got sandbox=%v init=%v start=%v kill=%d running=%v failed=%v", a.createSandbox, names(a.initSteps),
+					names(a.start), len(a.kill), a.allRunning, a.podFailed)
+			}
+		})
+	}
+}
+
+func TestComputePodActionsRestartPolicies(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	for _, tc := range []struct {
+		policy    corev1.RestartPolicy
+		code      int32
+		restart   bool
+		finished  bool
+		succeeded bool
+	}{
+		{corev1.RestartPolicyAlways, 0, true, false, false},
+		{corev1.RestartPolicyAlways, 1, true, false, false},
+		{corev1.RestartPolicyOnFailure, 1, true, false, false},
+		{corev1.RestartPolicyOnFailure, 0, false, true, true},
+		{corev1.RestartPolicyNever, 1, false, true, false},
+		{corev1.RestartPolicyNever, 0, false, true, true},
+	} {
+		pod := testPod(nil, "a")
+		pod.Spec.RestartPolicy = tc.policy
+		st := status(true, &ContainerStatus{ID: "x", Name: "a", State: StateExited, ExitCode: tc.code, FinishedAt: clk.Now(), Hash: containerHash(&pod.Spec.Containers[0])})
+		a := computePodActions(pod, st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true)
+		if (len(a.start) == 1) != tc.restart || a.finished != tc.finished || a.succeeded != tc.succeeded {
+			t.Errorf("%s exit %d: start=%v finished=%v succeeded=%v", tc.policy, tc.code, names(a.start), a.finished, a.succeeded)
+		}
+		if tc.restart && (a.start[0].attempt != 1 || len(a.start[0].remove) != 1) {
+			t.Errorf("%s exit %d: restart attempt %d removes %v", tc.policy, tc.code, a.start[0].attempt, a.start[0].remove)
+		}
+	}
+
+	// A failed regular init container under Never fails the pod.
+	pod := testPod([]corev1.Container{{Name: "init", Image: "i"}}, "a")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	a := computePodActions(pod, status(true, &ContainerStatus{Name: "init", State: StateExited, ExitCode: 2}), newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true)
+	if !a.podFailed || !a.finished || len(a.start) != 0 {
+		t.Errorf("init failure under Never: %+v", a)
+	}
+}
+
+// The kubelet's sequence: the first restart is immediate, then 10 s
+// doubling to 5 min; a container that stays up 10 min starts over.
+func TestCrashBackoffSequence(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b := newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax)
+	var waits []time.Duration
+	for i := 0; i < 9; i++ {
+		finished := clk.Now()
+		in, left := b.inBackoff("k", finished)
+		if !in {
+			left = 0
+		}
+		waits = append(waits, left)
+		clk.Step(left)
+		if in, _ := b.inBackoff("k", finished); in {
+			t.Fatalf("restart %d still in back-off after waiting %v", i, left)
+		}
+		b.next("k", finished)
+	}
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
+		160 * time.Second, 300 * time.Second, 300 * time.Second, 300 * time.Second}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Fatalf("waits = %v, want %v", waits, want)
+		}
+	}
+	clk.Step(11 * time.Minute) // ran fine for longer than 2x the maximum
+	if d := b.next("k", clk.Now()); d != CrashLoopInitial {
+		t.Errorf("after a long healthy run the back-off is %v, want %v", d, CrashLoopInitial)
+	}
+}
+
+func TestPodWorkersCoalesceLastWins(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	release := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	var mu sync.Mutex
+	var seen []string
+	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
+		mu.Lock()
+		seen = append(seen, pod.Annotations["v"])
+		mu.Unlock()
+		entered <- struct{}{}
+		if pod.Annotations["v"] == "1" {
+			<-release
+		}
+		return syncResult{}
+	}
+	w := newPodWorkers(clk, sync, func(context.Context, *corev1.Pod) error { return nil }, time.Second)
+	defer w.Stop()
+	mk := func(v string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Annotations: map[string]string{"v": v}}}
+	}
+	w.UpdatePod(mk("1"))
+	<-entered // sync of v1 is running
+	for _, v := range []string{"2", "3", "4"} {
+		w.UpdatePod(mk(v))
+	}
+	close(release)
+	<-entered
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[1] != "4" {
+		t.Fatalf("syncs saw %v, want [1 4]: updates during a sync coalesce, the last wins", seen)
+	}
+}
+
+func TestPodWorkersKillCancelsRunningSync(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	entered := make(chan struct{})
+	var cancelled, killed atomic.Bool
+	var exited atomic.Int32
+	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
+		close(entered)
+		<-ctx.Done()
+		cancelled.Store(true)
+		return syncResult{err: ctx.Err()}
+	}
+	kill := func(ctx context.Context, pod *corev1.Pod) error {
+		if ctx.Err() != nil {
+			t.Error("kill got a cancelled context")
+		}
+		killed.Store(true)
+		return nil
+	}
+	w := newPodWorkers(clk, sync, kill, time.Second)
+	w.onExit = func(uid types.UID) { exited.Add(1) }
+	w.UpdatePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
+	<-entered
+	w.KillPod("u")
+	for w.Len() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	w.Stop()
+	if !cancelled.Load() || !killed.Load() || exited.Load() != 1 {
+		t.Fatalf("cancelled=%v killed=%v exited=%d", cancelled.Load(), killed.Load(), exited.Load())
+	}
+}
