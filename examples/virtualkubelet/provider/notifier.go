@@ -51,6 +51,8 @@ func (n *notifier) setCallback(ctx context.Context, cb func(*corev1.Pod)) {
 }
 
 // enqueue queues pod (which the caller no longer changes) for delivery.
+// key is the pod UID: the terminal status of a deleted pod is not replaced
+// by the first status of a new pod with the same name.
 func (n *notifier) enqueue(key string, pod *corev1.Pod) {
 	n.mu.Lock()
 	if _, ok := n.pending[key]; !ok {

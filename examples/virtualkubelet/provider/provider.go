@@ -314,7 +314,7 @@ func (p *Provider) publishPubLocked(w *podWorker) {
 		}
 	}
 	if w.changed(pod) {
-		p.notifier.enqueue(w.key, pod)
+		p.notifier.enqueue(string(w.uid), pod)
 	}
 }
 

@@ -725,7 +725,7 @@ func (w *podWorker) publishFinal(deleting *corev1.Pod, final *pleg.PodStatus) {
 	w.final = pod
 	w.published = pod.Status.DeepCopy()
 	w.mu.Unlock()
-	w.p.notifier.enqueue(w.key, pod)
+	w.p.notifier.enqueue(string(w.uid), pod)
 }
 
 // status computes the pod as it stands; terminal reports whether the pod
