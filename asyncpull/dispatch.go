@@ -12,8 +12,10 @@ import (
 )
 
 // dispatchLoop is the scheduler's only long-lived goroutine (besides the notifier): it starts
-// queued pulls when slots and tokens allow, and enforces pull deadlines. It wakes on a kick
-// (enqueue, completion) or on a clock timer for the next token or deadline.
+// queued pulls when slots and tokens allow, enforces pull deadlines and wakes the pods waiting
+// for an image back-off when it ends. It wakes on a kick (enqueue, completion, first pod
+// waiting for a back-off) or on one clock timer for the earliest token, deadline or back-off
+// expiry, so back-offs cost no goroutine or timer of their own.
 func (s *Scheduler) dispatchLoop() {
 	defer s.wg.Done()
 	var timer clock.Timer
@@ -45,6 +47,15 @@ func (s *Scheduler) dispatchLoop() {
 	}
 }
 
+// kickDispatch makes the dispatcher run again soon. It never blocks: a pending kick covers any
+// number of later ones.
+func (s *Scheduler) kickDispatch() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
 func minTime(a, b time.Time) time.Time {
 	if a.IsZero() || b.Before(a) {
 		return b
@@ -61,7 +72,7 @@ func (s *Scheduler) dispatch() (time.Time, []Event) {
 	}
 	now := s.cfg.clock.Now()
 	s.gcLocked(now)
-	var wake time.Time
+	wake := s.expireBackOffsLocked(now)
 	var events []Event
 	for o := range s.runningOps {
 		if o.deadline.IsZero() {
@@ -180,10 +191,7 @@ func (s *Scheduler) runPull(ctx context.Context, o *op) {
 		s.largeRunning--
 	}
 	o.cancel(nil)
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.kickDispatch()
 	dur := now.Sub(o.started)
 	cause := context.Cause(ctx)
 	fin := Event{Kind: EventPullFinished, Image: o.key.image, Registry: o.registry, Duration: dur, Size: size, Waiters: len(o.waiters)}
@@ -225,18 +233,4 @@ func (s *Scheduler) runPull(ctx context.Context, o *op) {
 	}
 	s.log.Info("pull failed", s.fields(o, zap.Duration("duration", dur), zap.Error(perr))...)
 	s.finishLocked(o, failed(o.key.image, reason, perr))
-}
-
-// nextBackOffLocked records a failure: 10s, 20s, 40s ... capped, restarting from the initial
-// delay when the previous failure is older than 2*max (as the kubelet's flowcontrol.Backoff).
-func (s *Scheduler) nextBackOffLocked(k backoffKey, now time.Time, err error) time.Duration {
-	b := s.backoff[k]
-	if b == nil || now.Sub(b.last) > 2*s.cfg.backOffMax {
-		b = &backoffEntry{delay: s.cfg.backOffInit}
-		s.backoff[k] = b
-	} else {
-		b.delay = min(2*b.delay, s.cfg.backOffMax)
-	}
-	b.until, b.last, b.err = now.Add(b.delay), now, err
-	return b.delay
 }

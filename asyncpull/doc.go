@@ -14,7 +14,7 @@
 //	switch res.State {
 //	case asyncpull.StatePresent:               // create the container with res.ImageRef
 //	case asyncpull.StateQueued, asyncpull.StatePulling: // return; the pod is woken when done
-//	case asyncpull.StateBackOff:               // res.Reason == "ImagePullBackOff"; retry after res.BackOffUntil
+//	case asyncpull.StateBackOff:               // res.Reason == "ImagePullBackOff"; woken at res.BackOffUntil
 //	case asyncpull.StateFailed:                // res.Reason is the kubelet's reason string
 //	}
 //	// On pod deletion:
@@ -22,7 +22,9 @@
 //
 // Ensure returns at once and makes no runtime call itself. When the result for a pod is ready,
 // the pod is woken (WithNotify callback, or a per-pod Subscribe channel) and its next Ensure
-// returns the result. Callers that want to block use Wait.
+// returns the result. A pod told StateBackOff is woken the same way when the back-off ends,
+// and its next Ensure starts the retry: pod workers arm no timers. Callers that want to block
+// use Wait.
 //
 // # Guarantees
 //
@@ -40,18 +42,23 @@
 //     SmallestFirstPolicy with a maximum wait. WithLargeImageLimit keeps huge images from
 //     holding every slot.
 //   - Back-off per (image, credentials): 10s doubling to 300s, reset by a success, idle entries
-//     dropped. Errors are *PullError values classified as ErrNotFound, ErrUnauthorized,
-//     ErrRegistryUnavailable, ErrTimeout, ErrCanceled or ErrPullFailed, wrapping the runtime's
-//     error (errors.Is and errors.As work, gRPC status survives). Bad input gives a
+//     dropped. When a back-off ends, exactly the pods that met it (Ensure answered StateBackOff)
+//     and are still interested (context not done, no Cancel) are woken, once; not after Close.
+//     All back-offs share the dispatcher's single clock timer: no goroutine or timer per entry.
+//     Errors are *PullError values classified as ErrNotFound, ErrUnauthorized,
+//     ErrRegistryUnavailable, ErrTimeout, ErrCanceled or ErrPullFailed, wrapping the
+//     runtime's error (errors.Is and errors.As work, gRPC status survives). Bad input gives a
 //     *RequestError (ErrInvalidImageName, ErrInvalidRequest) without any runtime call.
 //   - Cancellation: a request's interest ends with its context or Cancel(podUID); a pull that
 //     nobody waits for any more is removed from the queue or has its CRI call cancelled.
 //     WithPullTimeout bounds a single pull.
 //   - Notifications never block the scheduler and are never lost: a pod is marked "dirty" in
-//     a set (one entry per pod, however many results) and channels have capacity one, so a
-//     slow consumer only delays its own wake-ups; the results wait in the scheduler until the
-//     pod's next Ensure collects them.
-//   - Time (QPS, back-off, aging, deadlines) comes from an injectable k8s.io/utils/clock.
+//     a set (one entry per pod, however many results and back-off expiries) and channels have
+//     capacity one, so a slow consumer only delays its own wake-ups; the results (and a
+//     "retry due" mark for an ended back-off) wait in the scheduler until the pod's next
+//     Ensure for the image collects them.
+//   - Time (QPS, back-off and its wake-ups, aging, deadlines) comes from an injectable
+//     k8s.io/utils/clock.
 //   - Observability: WithObserver receives queue waits, pull durations, sizes, dedupe hits,
 //     back-offs and cancellations; WithLogger logs with zap. Credentials never appear in logs,
 //     errors, events or in Request's String, GoString, JSON and zap encodings.
@@ -63,6 +70,8 @@
 // The kubelet's pod worker blocks in EnsureImageExists until the pull ends; a pod's images are
 // pulled one after another; the default serial puller lets one huge image hold every other pod;
 // concurrent pulls of one image are not merged (kubernetes#125164); pulls of deleted pods run
-// to the end (#106675); and a pull over the QPS limit fails instead of waiting. asyncpull fixes
-// each of these; see benchmarks/asyncpull.txt for a simulated 50-pod burst.
+// to the end (#106675); a pull over the QPS limit fails instead of waiting; and a pod in
+// ImagePullBackOff is re-synced on its worker's own ~10s error back-off, polling an image
+// back-off of up to 300s instead of being woken when it ends. asyncpull fixes each of these;
+// see benchmarks/asyncpull.txt for a simulated 50-pod burst.
 package asyncpull

@@ -6,12 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Subscription wakes one pod's worker when a result for the pod is ready. C has capacity one
-// and is written without blocking: a pending signal stands for any number of completions
-// ("pod is dirty"), so a slow reader never blocks the scheduler and never misses a wake-up —
-// after each receive, call Ensure for the pod's images to collect the results.
+// Subscription wakes one pod's worker when a result for the pod is ready or an image back-off
+// the pod met has ended. C has capacity one and is written without blocking: a pending signal
+// stands for any number of completions and expiries ("pod is dirty"), so a slow reader never
+// blocks the scheduler and never misses a wake-up — after each receive, call Ensure for the
+// pod's images to collect the results and start the retries.
 type Subscription struct {
-	// C receives a value when at least one result for the pod is ready.
+	// C receives a value when at least one result for the pod is ready or one of its
+	// back-offs has ended.
 	C <-chan struct{}
 
 	s    *Scheduler
@@ -21,7 +23,8 @@ type Subscription struct {
 }
 
 // Subscribe returns a subscription for podUID. If results for the pod are already waiting to
-// be collected, C is signalled at once. Close it when the pod is gone.
+// be collected, or a back-off it met has ended since its last Ensure for that image, C is
+// signalled at once. Close it when the pod is gone.
 func (s *Scheduler) Subscribe(podUID types.UID) *Subscription {
 	ch := make(chan struct{}, 1)
 	sub := &Subscription{C: ch, s: s, pod: podUID, ch: ch}
@@ -36,7 +39,7 @@ func (s *Scheduler) Subscribe(podUID types.UID) *Subscription {
 		s.subs[podUID] = m
 	}
 	m[sub] = struct{}{}
-	if len(s.pending[podUID]) > 0 {
+	if len(s.pending[podUID]) > 0 || len(s.retryDue[podUID]) > 0 {
 		ch <- struct{}{}
 	}
 	return sub

@@ -101,11 +101,12 @@ func WithLogger(l *zap.Logger) Option {
 // and must not block; feed metrics from it.
 func WithObserver(f func(Event)) Option { return func(o *config) { o.observer = f } }
 
-// WithNotify sets a callback that wakes a pod's worker when a result for that pod is ready
-// (the pod should call Ensure again). Calls come from one scheduler goroutine, in order, outside
-// locks. They are coalesced per pod ("pod is dirty" set): a slow callback delays later calls
-// but never blocks the scheduler and never loses a wake-up — a completion that happens while
-// the pod is already marked (or being called back) produces another call afterwards.
+// WithNotify sets a callback that wakes a pod's worker when a result for that pod is ready or
+// an image back-off the pod met has ended (the pod should call Ensure again). Calls come from
+// one scheduler goroutine, in order, outside locks. They are coalesced per pod ("pod is dirty"
+// set): a slow callback delays later calls but never blocks the scheduler and never loses a
+// wake-up — a completion or expiry that happens while the pod is already marked (or being
+// called back) produces another call afterwards.
 func WithNotify(f func(podUID types.UID)) Option { return func(o *config) { o.notify = f } }
 
 // WithQueuePolicy sets the order of queued pulls (default FIFOPolicy).

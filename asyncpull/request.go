@@ -106,7 +106,8 @@ const (
 	StatePulling
 	// StatePresent: the image is on the node; Result.ImageRef names it.
 	StatePresent
-	// StateBackOff: an earlier pull failed; no pull before Result.BackOffUntil.
+	// StateBackOff: an earlier pull failed; no pull before Result.BackOffUntil. The pod is
+	// woken then (WithNotify, Subscribe) and its next Ensure starts the retry.
 	StateBackOff
 	// StateFailed: terminal for this attempt; Result.Err and Result.Reason say why.
 	StateFailed
@@ -145,6 +146,8 @@ type Result struct {
 	Reason string
 	// Err is the error when State is StateBackOff (the last pull error) or StateFailed.
 	Err error
-	// BackOffUntil is when the next pull may start, when State is StateBackOff.
+	// BackOffUntil is when the next pull may start, when State is StateBackOff (scheduler
+	// clock). The requesting pod is woken at that time, like for a completed pull, unless it
+	// was cancelled (its context, Cancel) or the scheduler closed; no caller timer is needed.
 	BackOffUntil time.Time
 }

@@ -56,6 +56,7 @@ type Scheduler struct {
 	subs         map[types.UID]map[*Subscription]struct{}
 	dirty        []types.UID
 	dirtySet     map[types.UID]struct{}
+	retryDue     map[types.UID]map[backoffKey]time.Time // back-offs ended since the pod last asked
 	lastGC       time.Time
 }
 
@@ -64,8 +65,6 @@ type opKey struct {
 	cred  string // "" when anonymous or under ShareCredentials
 	never bool   // presence check only (PullNever)
 }
-
-type backoffKey struct{ image, cred string }
 
 type phase int
 
@@ -101,13 +100,6 @@ type op struct {
 	finished  bool
 	done      chan struct{}
 	result    Result
-}
-
-type backoffEntry struct {
-	delay time.Duration
-	until time.Time
-	last  time.Time
-	err   error
 }
 
 type imageRecord struct {
@@ -156,6 +148,7 @@ func New(images ImageService, opts ...Option) *Scheduler {
 		pending:     map[types.UID]map[opKey]pendingResult{},
 		subs:        map[types.UID]map[*Subscription]struct{}{},
 		dirtySet:    map[types.UID]struct{}{},
+		retryDue:    map[types.UID]map[backoffKey]time.Time{},
 		lastGC:      cfg.clock.Now(),
 	}
 	if images == nil {
@@ -174,9 +167,10 @@ func New(images ImageService, opts ...Option) *Scheduler {
 	return s
 }
 
-// Close cancels queued and in-flight pulls (their waiters get ErrClosed), waits for the
-// scheduler's goroutines (including an in-progress WithNotify callback) and makes every later
-// call return ErrClosed. It is idempotent.
+// Close cancels queued and in-flight pulls (their waiters get ErrClosed), drops the pending
+// back-off wake-ups (no pod is woken after Close returns), waits for the scheduler's goroutines
+// (including an in-progress WithNotify callback) and makes every later call return ErrClosed.
+// It is idempotent.
 func (s *Scheduler) Close() {
 	s.mu.Lock()
 	if !s.closed {
@@ -209,6 +203,14 @@ func (s *Scheduler) Close() {
 // When the result for the pod is ready, the pod is notified (WithNotify, Subscribe) and the
 // next Ensure with the same request returns it (once; a later Ensure re-evaluates: a PullAlways
 // request pulls again, an IfNotPresent one finds the image present).
+//
+// A StateBackOff answer registers the pod (req.PodUID; anonymous requests are not woken) for
+// the end of the back-off: at Result.BackOffUntil, on the scheduler's clock, the pod is
+// notified the same way, and its next Ensure starts the retry, so the caller needs no timer of
+// its own. Only pods that met the back-off (Ensure or Wait answered StateBackOff) are woken, at
+// most once per back-off, and not if ctx is done by then, after Cancel(req.PodUID) or after
+// Close. A pod that collected StateFailed and wants the retry asks again: that Ensure answers
+// StateBackOff and registers it.
 func (s *Scheduler) Ensure(ctx context.Context, req Request) Result {
 	res, _, _ := s.ensure(ctx, req)
 	return res
@@ -242,8 +244,9 @@ func (s *Scheduler) Wait(ctx context.Context, req Request) (Result, error) {
 }
 
 // Cancel drops every interest of the pod (call it when the pod is deleted): it stops waiting
-// for its pulls (pulls nobody else waits for are dropped or cancelled) and forgets results not
-// yet collected. Subscriptions stay until closed.
+// for its pulls (pulls nobody else waits for are dropped or cancelled) and for the end of its
+// back-offs, and forgets results and wake-ups not yet collected. Subscriptions stay until
+// closed.
 func (s *Scheduler) Cancel(podUID types.UID) {
 	var events []Event
 	s.mu.Lock()
@@ -257,7 +260,13 @@ func (s *Scheduler) Cancel(podUID types.UID) {
 			events = append(events, s.abandonLocked(o)...)
 		}
 	}
+	if podUID != "" {
+		for _, b := range s.backoff {
+			delete(b.waiting, podUID)
+		}
+	}
 	delete(s.pending, podUID)
+	delete(s.retryDue, podUID)
 	s.mu.Unlock()
 	s.emit(events)
 }
@@ -313,9 +322,12 @@ func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waite
 	if w.pod == "" {
 		s.anonSeq++
 		w.anon = s.anonSeq
-	} else if pr, ok := s.pending[w.pod][key]; ok {
-		s.deletePendingLocked(w.pod, key)
-		return pr.result, nil, w
+	} else {
+		s.forgetRetryDueLocked(w.pod, bkey)
+		if pr, ok := s.pending[w.pod][key]; ok {
+			s.deletePendingLocked(w.pod, key)
+			return pr.result, nil, w
+		}
 	}
 	if o := s.ops[key]; o != nil {
 		s.joinLocked(ctx, o, w, req)
@@ -331,8 +343,16 @@ func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waite
 		events = append(events, Event{Kind: EventPresent, Image: n.image, Registry: n.registry})
 		return Result{State: StatePresent, Image: n.image, ImageRef: rec.ref}, nil, w
 	}
-	if b := s.backoff[bkey]; policy != PullNever && b != nil && now.Before(b.until) {
-		return s.backOffResult(n.image, b), nil, w
+	if b := s.backoff[bkey]; policy != PullNever && b != nil {
+		if now.Before(b.until) {
+			s.awaitBackOffLocked(ctx, b, w.pod)
+			return s.backOffResult(n.image, b), nil, w
+		}
+		if len(b.waiting) > 0 {
+			// The back-off has ended and this request starts the retry before the dispatcher
+			// has seen the expiry: wake the other waiting pods now, so they join this pull.
+			s.wakeBackOffLocked(bkey, b, w.pod, now)
+		}
 	}
 
 	o := &op{
@@ -373,32 +393,6 @@ func (o *op) progress() Result {
 	}
 	return Result{State: st, Image: o.key.image}
 }
-
-func (s *Scheduler) backOffResult(image string, b *backoffEntry) Result {
-	return Result{
-		State: StateBackOff, Image: image, Reason: ReasonImagePullBackOff, BackOffUntil: b.until,
-		Err: &BackOffError{Image: image, Until: b.until, Err: b.err},
-	}
-}
-
-// BackOffError is the error of a request refused because an earlier pull of the image (with
-// the same credentials) failed recently. It wraps that failure.
-type BackOffError struct {
-	// Image is the normalised reference.
-	Image string
-	// Until is when the next pull may start.
-	Until time.Time
-	// Err is the last pull error (a *PullError).
-	Err error
-}
-
-// Error implements error.
-func (e *BackOffError) Error() string {
-	return fmt.Sprintf("back-off pulling image %q until %s: %v", e.Image, e.Until.Format(time.RFC3339), e.Err)
-}
-
-// Unwrap returns the last pull error.
-func (e *BackOffError) Unwrap() error { return e.Err }
 
 func (s *Scheduler) credOKLocked(rec *imageRecord, cred string) bool {
 	if s.cfg.credentials == ShareCredentials || rec == nil || len(rec.pulledWith) == 0 {
@@ -460,10 +454,7 @@ func (s *Scheduler) enqueueLocked(o *op) Event {
 	o.phase = phaseQueued
 	o.large = s.cfg.largeSize > 0 && o.size >= s.cfg.largeSize
 	s.queue = append(s.queue, o)
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.kickDispatch()
 	return Event{Kind: EventQueued, Image: o.key.image, Registry: o.registry, Waiters: len(o.waiters)}
 }
 
@@ -576,14 +567,16 @@ func (s *Scheduler) fields(o *op, extra ...zap.Field) []zap.Field {
 	return append([]zap.Field{zap.String("image", o.key.image), zap.String("registry", o.registry), zap.String("cred", cred)}, extra...)
 }
 
-// gcLocked drops idle back-off entries, uncollected results and stale records.
+// gcLocked drops idle back-off entries, uncollected results and wake-ups, and stale records.
 func (s *Scheduler) gcLocked(now time.Time) {
 	if now.Sub(s.lastGC) < gcInterval {
 		return
 	}
 	s.lastGC = now
 	for k, b := range s.backoff {
-		if now.Sub(b.last) > 2*s.cfg.backOffMax {
+		// An entry with waiting pods is kept until the dispatcher has woken them, even if the
+		// clock jumped past it: dropping it here would lose their wake-up.
+		if len(b.waiting) == 0 && now.Sub(b.last) > 2*s.cfg.backOffMax {
 			delete(s.backoff, k)
 		}
 	}
@@ -596,6 +589,16 @@ func (s *Scheduler) gcLocked(now time.Time) {
 		}
 		if len(m) == 0 {
 			delete(s.pending, pod)
+		}
+	}
+	for pod, m := range s.retryDue {
+		for k, at := range m {
+			if now.Sub(at) > keep {
+				delete(m, k)
+			}
+		}
+		if len(m) == 0 {
+			delete(s.retryDue, pod)
 		}
 	}
 	for img, r := range s.records {

@@ -97,10 +97,16 @@ func TestCredentialsSeparatePulls(t *testing.T) {
 		for i, a := range []*runtimeapi.AuthConfig{authX, authY, nil, authX2, {}} {
 			s.Ensure(ctx, asyncpull.Request{Image: "private/app", Auth: a, PodUID: pod(i)})
 		}
+		// Hold all three pulls before releasing any: an anonymous pull that completed before
+		// another pod's presence check returned would satisfy that pod without a pull.
 		got := map[string]bool{}
+		var calls []*pullCall
 		for range 3 {
 			c := imgs.nextCall(t)
 			got[c.Auth.GetUsername()] = true
+			calls = append(calls, c)
+		}
+		for _, c := range calls {
 			c.release(nil)
 		}
 		eventually(t, "pulls settle", func() bool {
@@ -415,6 +421,8 @@ func TestBackOffSequence(t *testing.T) {
 	if n := imgs.pullCount(); n != 7 {
 		t.Fatalf("PullImage calls = %d, want 7 (none during back-off)", n)
 	}
+	// The observer runs outside the lock, after the failure is delivered: wait for the last one.
+	eventually(t, "seven back-off events", func() bool { return rec.count(asyncpull.EventBackOff) >= 7 })
 	if n := rec.count(asyncpull.EventBackOff); n != 7 {
 		t.Fatalf("back-off events = %d", n)
 	}
@@ -836,10 +844,15 @@ func TestObserverEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := rec.of(asyncpull.EventPullStarted)
-	fin := rec.of(asyncpull.EventPullFinished)
+	// Each pull's goroutine calls the observer after releasing the lock, so the two
+	// PullFinished events may arrive in either order: match them by image.
+	fin := map[string]asyncpull.Event{}
+	for _, e := range rec.of(asyncpull.EventPullFinished) {
+		fin[e.Image] = e
+	}
 	if rec.count(asyncpull.EventDedupe) != 1 || rec.count(asyncpull.EventQueued) != 2 ||
 		started[1].QueueWait != 7*time.Second || started[1].Waiters != 2 ||
-		fin[0].Duration != 7*time.Second || fin[1].Duration != 3*time.Second || fin[1].Size != 1000 {
+		fin[img(1)].Duration != 7*time.Second || fin[img(2)].Duration != 3*time.Second || fin[img(2)].Size != 1000 {
 		t.Fatalf("events: %+v", rec.all())
 	}
 }
