@@ -25,13 +25,11 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Hostname:    pod.Name,
 		Labels:      labels,
 		Annotations: pod.Annotations,
+		// No hostname: without a private UTS namespace runc cannot set one.
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
-			},
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: nodeNamespaces()},
 		},
 	}
 }
@@ -83,7 +81,9 @@ func containerConfig(pod *corev1.Pod, step containerStart) *runtimeapi.Container
 			managedLabel:       "true",
 		},
 		Annotations: ann,
-		Linux:       &runtimeapi.LinuxContainerConfig{},
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: nodeNamespaces()},
+		},
 	}
 }
 
@@ -109,4 +109,14 @@ func gracePeriod(pod *corev1.Pod) int64 {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
 	return 30
+}
+
+// nodeNamespaces: the node's network, a private PID namespace per
+// container, IPC shared in the pod.
+func nodeNamespaces() *runtimeapi.NamespaceOption {
+	return &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_NODE,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
 }
