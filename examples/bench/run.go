@@ -259,9 +259,9 @@ func runChurn(a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Ti
 // realImages substitutes real, pullable images (and commands) for the
 // simulated ones when the benchmark runs against a real runtime.
 type realImages struct {
-	images  []string
-	initCmd []string
-	appCmd  []string
+	images            []string
+	initCmd, initArgs []string
+	appCmd, appArgs   []string
 }
 
 func (r *realImages) rewrite(pods []*corev1.Pod) []*corev1.Pod {
@@ -281,15 +281,15 @@ func (r *realImages) rewrite(pods []*corev1.Pod) []*corev1.Pod {
 			c := &p.Spec.InitContainers[j]
 			c.Image = pick(c.Image)
 			if c.RestartPolicy == nil {
-				c.Command = r.initCmd
+				c.Command, c.Args = r.initCmd, r.initArgs
 			} else {
-				c.Command = r.appCmd
+				c.Command, c.Args = r.appCmd, r.appArgs
 			}
 		}
 		for j := range p.Spec.Containers {
 			c := &p.Spec.Containers[j]
 			c.Image = pick(c.Image)
-			c.Command = r.appCmd
+			c.Command, c.Args = r.appCmd, r.appArgs
 		}
 		out[i] = p
 	}

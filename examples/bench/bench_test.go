@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/internal/testnode"
+)
+
+// Every scenario in small form, both modes: the harness measures what it
+// claims (all pods started, churn leaves nothing, goroutines return) and the
+// table and chart render.
+func TestScenariosSmall(t *testing.T) {
+	const scale = 0.05
+	small := []Scenario{burst(scale, 6), bigImage(scale, true), bigImage(scale, false), stall(scale), churn(scale)}
+	small[4].Pods = small[4].Pods[:10]
+	small[4].Churn.Total = 10
+	var results []Result
+	for _, sc := range small {
+		lb, why := lowerBound(sc, 0.99)
+		for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
+			r, err := runScenario(context.Background(), sc, mode, runConfig{scale: scale, timeout: time.Minute, log: zap.NewNop()})
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sc.Name, mode, err)
+			}
+			if r.TimedOut {
+				t.Fatalf("%s/%s timed out", sc.Name, mode)
+			}
+			if sc.Churn == nil && r.Started != r.Pods {
+				t.Errorf("%s/%s: %d of %d pods started", sc.Name, mode, r.Started, r.Pods)
+			}
+			if sc.Churn != nil && (r.WorkersAfter != 0 || r.EntriesAfter != 0) {
+				t.Errorf("%s/%s: %d workers and %d entries left after churn", sc.Name, mode, r.WorkersAfter, r.EntriesAfter)
+			}
+			if r.Calls == 0 {
+				t.Errorf("%s/%s: no runtime calls counted", sc.Name, mode)
+			}
+			r.LowerBoundP99, r.LowerBoundExplain = lb, why
+			results = append(results, r)
+		}
+	}
+	var table, svg bytes.Buffer
+	printTable(&table, results, scale, "")
+	if err := writeCDF(&svg, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"burst", "big-image", "no-big-image", "stall", "churn", "p99/bound"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if !strings.HasPrefix(svg.String(), "<svg") || strings.Count(svg.String(), "<polyline") < 8 {
+		t.Errorf("chart has %d curves", strings.Count(svg.String(), "<polyline"))
+	}
+}
+
+func TestLowerBoundBurst(t *testing.T) {
+	sc := burst(1, 50)
+	lb, why := lowerBound(sc, 0.99)
+	// At least: one sandbox, the init image, one init run and one start.
+	if lb < 200*time.Millisecond || why == "" {
+		t.Fatalf("bound %v (%s)", lb, why)
+	}
+	// Scaling the scenario scales the bound.
+	half, _ := lowerBound(burst(0.5, 50), 0.99)
+	if d := half*2 - lb; d < -lb/20 || d > lb/20 {
+		t.Errorf("bound at x0.5 = %v, at x1 = %v: not proportional", half, lb)
+	}
+}
+
+func BenchmarkBurst(b *testing.B) {
+	for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
+		b.Run(string(mode), func(b *testing.B) {
+			sc := burst(0.5, 50)
+			lb, _ := lowerBound(sc, 0.99)
+			var p50, p99 float64
+			for i := 0; i < b.N; i++ {
+				r, err := runScenario(context.Background(), sc, mode, runConfig{scale: 0.5, timeout: 2 * time.Minute, log: zap.NewNop()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p50 += float64(r.P50.Milliseconds())
+				p99 += float64(r.P99.Milliseconds())
+			}
+			b.ReportMetric(p50/float64(b.N), "p50-ms")
+			b.ReportMetric(p99/float64(b.N), "p99-ms")
+			b.ReportMetric(p99/float64(b.N)/float64(lb.Milliseconds()), "p99/bound")
+		})
+	}
+}
+
+// The scenarios on real containerd 2.4.2 with a loopback registry (pods
+// scaled down for a 2-core node). Run with -run '^$' -bench RealNode.
+func BenchmarkRealNodeScenarios(b *testing.B) {
+	n := testnode.Start(b)
+	var imgs []string
+	for i, repo := range []string{"bench/a", "bench/b", "bench/c", "bench/d"} {
+		imgs = append(imgs, n.PushImage(b, repo, testnode.WithSize(int64(2+i)<<20)))
+	}
+	big := n.PushImage(b, "bench/big", testnode.WithSize(200<<20))
+	real := &realImages{images: imgs, initCmd: []string{"/workload"}, initArgs: []string{"sleep", "100ms", "exit", "0"}}
+	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: zap.NewNop(), real: real}
+	// In big-image the first image seen is the big pod's: it gets the big one.
+	bigReal := *real
+	bigReal.images = append([]string{big}, imgs...)
+	for i := 0; i < b.N; i++ {
+		var results []Result
+		for _, sc := range []Scenario{burst(1, 12), bigImage(1, true), bigImage(1, false), churn(1)} {
+			if sc.Churn != nil {
+				sc.Pods, sc.Churn.Total = sc.Pods[:20], 20
+			}
+			cfg := rc
+			if sc.Name == "big-image" {
+				cfg.real = &bigReal
+			}
+			for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
+				r, err := runScenario(context.Background(), sc, mode, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				results = append(results, r)
+				b.ReportMetric(float64(r.P99.Milliseconds()), sc.Name+"-"+string(mode)+"-p99-ms")
+			}
+		}
+		var table bytes.Buffer
+		printTable(&table, results, 1, n.Endpoint)
+		b.Log("\n" + table.String())
+	}
+}
