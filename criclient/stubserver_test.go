@@ -26,6 +26,10 @@ func (s *stubRuntime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoReques
 	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{Timestamp: int64(len(s.name))}}}, nil
 }
 
+func (s *stubRuntime) ExecSync(context.Context, *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte("out"), Stderr: []byte("err"), ExitCode: 3}, nil
+}
+
 // startStub serves a stubRuntime on a fresh unix socket and returns its path.
 func startStub(t *testing.T, name string) string {
 	t.Helper()
