@@ -220,6 +220,7 @@ func (p *PLEG) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	if !p.eventComplete(rec, id, kind, typ, sb, statuses) {
 		p.stats.IncompleteEvents++
 		p.pending[uid] = struct{}{}
+		p.reinspect[uid] = struct{}{} // retried if the pod relist fails
 		signal(p.wakePods)
 		return
 	}

@@ -343,6 +343,7 @@ func (p *PLEG) verifyLocked(rec *podRecord) {
 	}
 	p.stats.Resyncs++
 	p.pending[rec.uid] = struct{}{}
+	p.reinspect[rec.uid] = struct{}{} // and the next full relist, should the pod relist fail
 	signal(p.wakePods)
 }
 

@@ -241,6 +241,7 @@ func (p *PLEG) relist(ctx context.Context) error {
 	seq := p.nextSeqLocked()
 	p.mu.Unlock()
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
 	sbs, err := p.rt.ListPodSandbox(ctx, nil)
@@ -294,6 +295,10 @@ func (p *PLEG) relist(ctx context.Context) error {
 	p.mu.Unlock()
 
 	results := p.inspectAll(ctx, toInspect, start)
+	if parent.Err() != nil {
+		// Stopping: failures are ours, not the runtime's; cache nothing.
+		return parent.Err()
+	}
 
 	p.mu.Lock()
 	n := len(evs)
@@ -358,6 +363,7 @@ func (p *PLEG) relistPods(ctx context.Context, uids []types.UID) error {
 	seq := p.nextSeqLocked()
 	p.mu.Unlock()
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
 	sbs, err := p.rt.ListPodSandbox(ctx, nil)
@@ -417,6 +423,9 @@ func (p *PLEG) relistPods(ctx context.Context, uids []types.UID) error {
 		})
 	}
 	_ = g.Wait()
+	if parent.Err() != nil {
+		return parent.Err() // stopping: cache nothing
+	}
 
 	p.mu.Lock()
 	failed := 0

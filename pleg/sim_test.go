@@ -117,6 +117,23 @@ func (c *collector) snapshot() map[Event]int {
 	return out
 }
 
+// quiesce waits until no pod relist is pending, due or running.
+func quiesce(t testing.TB, p *PLEG) {
+	t.Helper()
+	waitFor(t, "pod relists done", func() bool {
+		p.mu.Lock()
+		idle := len(p.pending) == 0 && len(p.reinspect) == 0
+		p.mu.Unlock()
+		if !idle || !p.podRelistMu.TryLock() {
+			return false
+		}
+		p.podRelistMu.Unlock()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.pending) == 0 && len(p.reinspect) == 0
+	})
+}
+
 // Event streams are cut every few events and some events are lost while
 // containers exit, are removed and are replaced: every exit is still
 // reported exactly once per container instance, and the cache ends equal to
@@ -197,9 +214,11 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 		return true
 	})
 	rt.CutEventStreamsAfter(-1)
+	quiesce(t, p)
 	if err := p.relist(ctx); err != nil { // one more full pass must not duplicate anything
 		t.Fatal(err)
 	}
+	quiesce(t, p)
 	p.Stop()
 	<-col.done
 	got := col.snapshot()
@@ -229,7 +248,8 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 			want[ct.Id] = ct.State
 		}
 		if got := cache.containerStates(sp.uid); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("pod %s: cache %v, runtime %v", sp.uid, got, want)
+			e, _ := cache.get(sp.uid)
+			t.Errorf("pod %s: cache %v (err %v), runtime %v", sp.uid, got, e.err, want)
 		}
 	}
 	st := p.Stats()
