@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -133,7 +134,8 @@ func run() error {
 				Key: "virtual-kubelet.io/provider", Value: "syncpod", Effect: corev1.TaintEffectNoSchedule,
 			})
 		}
-		return unsupported{prov}, prov, nil
+		setConditions(n, nil)
+		return unsupported{prov}, &nodeHealth{prov: prov, node: n.DeepCopy()}, nil
 	}, func(cfg *nodeutil.NodeConfig) error {
 		cfg.Client = kube
 		cfg.NumWorkers = *workers
@@ -147,6 +149,61 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// nodeHealth is the node's heartbeat and Ready condition: Ready while the
+// runtime answers (the PLEG is healthy).
+type nodeHealth struct {
+	prov *provider.Provider
+	node *corev1.Node
+}
+
+var _ node.NodeProvider = (*nodeHealth)(nil)
+
+// Ping fails while the runtime does not answer, so the node's lease is
+// not renewed and the cluster marks it NotReady.
+func (h *nodeHealth) Ping(ctx context.Context) error { return h.prov.Ping(ctx) }
+
+// NotifyNodeStatus reports Ready changes, checking the runtime's health
+// every 10 seconds until ctx ends.
+func (h *nodeHealth) NotifyNodeStatus(ctx context.Context, cb func(*corev1.Node)) {
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		var last error = errors.New("unknown")
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := h.prov.Healthy()
+			if (err == nil) == (last == nil) {
+				continue
+			}
+			last = err
+			n := h.node.DeepCopy()
+			setConditions(n, err)
+			cb(n)
+		}
+	}()
+}
+
+// setConditions sets the node's conditions: Ready unless unhealthy is set,
+// no pressure of any kind.
+func setConditions(n *corev1.Node, unhealthy error) {
+	now := metav1.Now()
+	n.Status.Phase = corev1.NodeRunning
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "the CRI runtime answers", LastHeartbeatTime: now, LastTransitionTime: now}
+	if unhealthy != nil {
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", unhealthy.Error()
+	}
+	n.Status.Conditions = []corev1.NodeCondition{ready}
+	for _, t := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse,
+			Reason: "KubeletHasNo" + string(t), LastHeartbeatTime: now, LastTransitionTime: now})
+	}
 }
 
 // errUnsupported answers the node API calls this example does not serve.
