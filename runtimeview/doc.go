@@ -38,7 +38,9 @@
 //     later reflects that mutation. Changes are confirmed in the
 //     background with one status call each (at most 16 at once), and a
 //     read waits only for confirmations of mutations reported before it
-//     began — never behind mutations in flight.
+//     began — never behind mutations in flight — and no longer than the
+//     staleness bound: a runtime that cannot confirm in time makes the read
+//     fail with *StaleError rather than hang.
 //   - Changes made by others (containers exiting, other clients) appear
 //     as soon as their event arrives, and at the latest with the next
 //     relist.

@@ -196,7 +196,7 @@ func (v *View) confirm(k key, podSandboxID string) {
 	case <-v.life.Done():
 		return
 	}
-	ctx, cancel := context.WithTimeout(v.life, v.cfg.statusTimeout)
+	ctx, cancel := context.WithTimeout(v.life, min(v.cfg.statusTimeout, v.cfg.maxStaleness))
 	defer cancel()
 	v.mu.Lock()
 	started := v.nextLocked()

@@ -262,6 +262,12 @@ func (v *View) ready(ctx context.Context, method string) error {
 			}
 			return nil
 		}
+		// A confirmation that cannot finish while the runtime does not
+		// answer must not hold the read past the staleness bound.
+		if err := v.freshLocked(v.cfg.clock.Now()); err != nil {
+			v.mu.Unlock()
+			return fmt.Errorf("runtimeview: %s: waiting for a mutation to be confirmed: %w", method, err)
+		}
 		updated := v.updated
 		v.mu.Unlock()
 		select {

@@ -437,6 +437,17 @@ func (a *asyncSandboxes) editStats(st *runtimeapi.PodSandboxStats) {
 	attr.Labels = stripLabel(attr.GetLabels())
 }
 
+// editMetrics shows minted sandbox ids.
+func (a *asyncSandboxes) editMetrics(ms []*runtimeapi.PodSandboxMetrics) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range ms {
+		if minted, ok := a.mintedLocked(m.GetPodSandboxId()); ok {
+			m.PodSandboxId = minted
+		}
+	}
+}
+
 // editEvent shows minted ids; the event is shared, so it is copied first.
 func (a *asyncSandboxes) editEvent(ev *runtimeapi.ContainerEventResponse) *runtimeapi.ContainerEventResponse {
 	real := ev.GetPodSandboxStatus().GetId()

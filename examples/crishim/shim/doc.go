@@ -50,7 +50,8 @@
 // class's limits) make the real call. The shim maps its id to the
 // runtime's everywhere: requests naming the sandbox (Stop/Remove/Status,
 // CreateContainer, PortForward, stats, checkpoint, filters) and answers
-// naming it (List items, statuses, container lists, events, stats). The
+// naming it (List items, statuses, container lists, events, stats,
+// metrics). The
 // minted id is also stored on the sandbox as the label SandboxIDLabel
 // (hidden from every answer), so a restarted shim rebuilds the map from
 // the runtime.
@@ -84,8 +85,8 @@
 //     through the shim they are consistent.
 //  4. Duplicate-name errors for a sandbox still queued come from the shim
 //     (ALREADY_EXISTS), others from the runtime, later (as 1).
-//  5. The Stream* calls, verbose status Info and ListPodSandboxMetrics are
-//     relayed untranslated: they carry the runtime's ids.
+//  5. The Stream* calls and verbose status Info are relayed untranslated:
+//     they carry the runtime's ids.
 //
 // What is kept: call order per sandbox (every call naming it waits for it),
 // errors with their codes, and the kubelet's recovery path (NOTREADY ⇒

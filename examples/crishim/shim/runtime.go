@@ -372,7 +372,11 @@ func (s *Shim) ListMetricDescriptors(ctx context.Context, req *runtimeapi.ListMe
 
 // ListPodSandboxMetrics forwards.
 func (s *Shim) ListPodSandboxMetrics(ctx context.Context, req *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
-	return forward(s, ctx, "ListPodSandboxMetrics", req, s.rt.ListPodSandboxMetrics)
+	resp, err := forward(s, ctx, "ListPodSandboxMetrics", req, s.rt.ListPodSandboxMetrics)
+	if err == nil && s.async != nil {
+		s.async.editMetrics(resp.GetPodMetrics())
+	}
+	return resp, err
 }
 
 // StreamPodSandboxMetrics forwards the backend's stream.

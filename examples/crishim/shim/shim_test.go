@@ -3,6 +3,7 @@ package shim_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,5 +309,25 @@ func TestAsyncRunPodSandbox(t *testing.T) {
 	// The real call finishes before Drain returns.
 	if err := sv.shim.Drain(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A backend error that echoes a registry credential reaches the caller
+// with the credential replaced, and the code kept.
+func TestPullImageErrorRedactsCredentials(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{})
+	ctx := ctxT(t)
+	const secret = "s3cr3t-passw0rd"
+	srv.Runtime().FailNext("PullImage", 1, status.Error(codes.PermissionDenied, "401 for user bob password "+secret))
+	_, err := sv.img.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "private/app:1"},
+		Auth:  &runtimeapi.AuthConfig{Username: "bob", Password: secret},
+	})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PullImage: %v, want PermissionDenied", err)
+	}
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "[REDACTED]") {
+		t.Errorf("PullImage error leaks the password: %v", err)
 	}
 }
