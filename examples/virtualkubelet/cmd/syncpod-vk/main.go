@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -42,6 +43,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "syncpod-vk:", err)
 		os.Exit(1)
 	}
+}
+
+// options are the command's settings.
+type options struct {
+	nodeName, endpoint, podLogDir, nodeIP string
+	capacity                              corev1.ResourceList
+	taint                                 bool
+	workers                               int
 }
 
 func run() error {
@@ -59,6 +68,15 @@ func run() error {
 		debug      = flag.Bool("debug", false, "debug logging")
 	)
 	flag.Parse()
+	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, nodeIP: *nodeIP,
+		taint: *taint, workers: *workers, capacity: corev1.ResourceList{}}
+	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return fmt.Errorf("capacity %s: %w", name, err)
+		}
+		o.capacity[name] = v
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -78,8 +96,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client from %q (or in-cluster config): %w", *kubeconfig, err)
 	}
+	return runNode(ctx, kube, o, logger)
+}
 
-	cri := *endpoint
+// runNode runs the virtual node until ctx ends.
+func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *zap.Logger) error {
+	cri := o.endpoint
 	if cri == "" {
 		srv, err := crisim.Start(
 			crisim.WithRealisticLatencies(),
@@ -106,30 +128,22 @@ func run() error {
 	defer func() { _ = client.Close(context.Background()) }()
 
 	prov, err := provider.New(ctx, client, client,
-		provider.WithLogger(logger), provider.WithNodeName(*nodeName),
-		provider.WithNodeIP(*nodeIP), provider.WithPodLogDir(*podLogDir))
+		provider.WithLogger(logger), provider.WithNodeName(o.nodeName),
+		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = prov.Close() }()
 
-	capacity := corev1.ResourceList{}
-	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
-		v, err := resource.ParseQuantity(q)
-		if err != nil {
-			return fmt.Errorf("capacity %s: %w", name, err)
-		}
-		capacity[name] = v
-	}
-	vk, err := nodeutil.NewNode(*nodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+	vk, err := nodeutil.NewNode(o.nodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		n := cfg.Node
-		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
+		n.Status.Capacity, n.Status.Allocatable = o.capacity, o.capacity
 		n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture = "linux", "amd64"
 		n.Status.NodeInfo.KubeletVersion = "syncpod-vk"
-		if *nodeIP != "" {
-			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: *nodeIP}}
+		if o.nodeIP != "" {
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: o.nodeIP}}
 		}
-		if *taint {
+		if o.taint {
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{
 				Key: "virtual-kubelet.io/provider", Value: "syncpod", Effect: corev1.TaintEffectNoSchedule,
 			})
@@ -138,13 +152,13 @@ func run() error {
 		return unsupported{prov}, &nodeHealth{prov: prov, node: n.DeepCopy()}, nil
 	}, func(cfg *nodeutil.NodeConfig) error {
 		cfg.Client = kube
-		cfg.NumWorkers = *workers
+		cfg.NumWorkers = o.workers
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	logger.Info("starting virtual node", zap.String("node", *nodeName))
+	logger.Info("starting virtual node", zap.String("node", o.nodeName))
 	if err := vk.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

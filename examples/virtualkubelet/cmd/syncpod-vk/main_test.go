@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// go.opencensus.io/stats/view starts this worker in its package
+		// init (it is imported by virtual-kubelet's nodeutil through its
+		// tracing); it lives as long as the process and cannot be stopped.
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// waitTimeout is generous: reaching it is a failure, not a measurement.
+const waitTimeout = 2 * time.Minute
+
+func eventually(t *testing.T, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		last := cond()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never %s; last: %s", what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The command's node on a fake cluster: it registers a Ready, tainted
+// node, and a pod bound to it runs.
+func TestRunNodeOnFakeCluster(t *testing.T) {
+	kube := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	o := options{nodeName: "vk", taint: true, workers: 2, nodeIP: "192.0.2.1",
+		capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}
+	go func() { done <- runNode(ctx, kube, o, zap.NewNop()) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runNode: %v", err)
+		}
+	}()
+
+	eventually(t, "a Ready node", func() string {
+		n, err := kube.CoreV1().Nodes().Get(ctx, "vk", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "virtual-kubelet.io/provider" {
+					return fmt.Sprintf("taints %v", n.Spec.Taints)
+				}
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %v", n.Status.Conditions)
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{NodeName: "vk", RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+	}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod running", func() string {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return "phase " + string(p.Status.Phase)
+		}
+		return ""
+	})
+}
