@@ -8,6 +8,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/syncpod/syncpod/concurrentstart"
+	"github.com/syncpod/syncpod/concurrentstart/podplan"
 )
 
 // syncSyncPod is one sync in syncpod mode. It inspects its own pod on
@@ -87,7 +90,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 			errs = append(errs, err)
 		}
 	}
-	if err := a.startSteps(ctx, pod, sandboxID, sbAttempt, acts, ready, exp); err != nil {
+	if err := a.startSteps(ctx, pod, st, sandboxID, sbAttempt, acts, ready, exp); err != nil {
 		errs = append(errs, err)
 	}
 	res := syncResult{requeueAfter: a.cfg.scaled(ResyncPeriod)}
@@ -114,47 +117,82 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	return res
 }
 
-// startSteps starts the init chain in order, stopping at an image that is
-// not present yet or at a regular init container (it must exit first), and,
-// when init is done, every regular container whose image is present,
-// concurrently.
-func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, acts *podActions, ready map[string]bool, exp *expectations) error {
-	for _, step := range acts.initSteps {
-		if !ready[step.spec.Image] {
-			return nil
-		}
-		if err := a.startContainer(ctx, pod, sandboxID, sbAttempt, step); err != nil {
-			a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: step.spec.Name, Err: err})
-			return err
-		}
-		exp.container(step.spec.Name, step.attempt, a.clock.Now())
-		if !step.sidecar {
-			return nil
-		}
-	}
-	if len(acts.start) == 0 {
+// errNotNow marks a container this sync does not start or wait for: its
+// image is still being pulled, it is in crash-loop back-off, or it is an
+// init container that has not exited yet. Whatever depends on it is skipped;
+// the pull's completion or the PLEG's event wakes the worker for the rest.
+var errNotNow = errors.New("not in this sync")
+
+// startSteps runs this sync's starts as a concurrentstart plan built by
+// podplan from the pod spec: init containers in order, a started sidecar
+// gating what follows, then every regular container concurrently (and
+// concurrentstart's start-after annotation honoured). Containers already
+// running or completed are marked so; the plan never blocks the worker on
+// an image or an init container's exit.
+func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, sandboxID string, sbAttempt uint32,
+	acts *podActions, ready map[string]bool, exp *expectations) error {
+	if len(acts.initSteps) == 0 && len(acts.start) == 0 {
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(a.cfg.startParallel)
-	var mu = make(chan struct{}, 1)
-	var errs []error
-	for _, step := range acts.start {
-		if !ready[step.spec.Image] {
-			continue
-		}
-		g.Go(func() error {
-			if err := a.startContainer(gctx, pod, sandboxID, sbAttempt, step); err != nil {
-				a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: step.spec.Name, Err: err})
-				mu <- struct{}{}
-				errs = append(errs, err)
-				<-mu
-				return nil
-			}
-			exp.container(step.spec.Name, step.attempt, a.clock.Now())
-			return nil // one failed container does not stop the others
-		})
+	steps := map[string]containerStart{}
+	for _, s := range acts.initSteps {
+		steps[s.spec.Name] = s
 	}
-	_ = g.Wait()
+	for _, s := range acts.start {
+		steps[s.spec.Name] = s
+	}
+	var running, completed []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		l := st.Latest(c.Name)
+		switch {
+		case l == nil || acts.createSandbox:
+		case !isSidecar(c) && l.State == StateExited && l.ExitCode == 0:
+			completed = append(completed, c.Name)
+		case l.State == StateRunning:
+			running = append(running, c.Name)
+		}
+	}
+	if !acts.createSandbox {
+		for i := range pod.Spec.Containers {
+			if l := st.Latest(pod.Spec.Containers[i].Name); l != nil && l.State == StateRunning {
+				running = append(running, pod.Spec.Containers[i].Name)
+			}
+		}
+	}
+	funcs := podplan.Funcs{
+		Start: func(ctx context.Context, c podplan.Container) error {
+			step, ok := steps[c.Name]
+			if !ok || !ready[step.spec.Image] {
+				return errNotNow
+			}
+			if err := a.startContainer(ctx, pod, sandboxID, sbAttempt, step); err != nil {
+				a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: c.Name, Err: err})
+				return err
+			}
+			exp.container(c.Name, step.attempt, a.clock.Now())
+			return nil
+		},
+		// An init container's exit arrives as a PLEG event, which wakes
+		// the worker for the next step: never wait for it here.
+		WaitCompleted: func(context.Context, podplan.Container) error { return errNotNow },
+	}
+	nodes, err := podplan.Build(pod, funcs, podplan.WithRunning(running...), podplan.WithCompleted(completed...))
+	if err != nil {
+		return fmt.Errorf("start plan: %w", err)
+	}
+	plan, err := concurrentstart.New(nodes, concurrentstart.WithMaxParallel(a.cfg.startParallel))
+	if err != nil {
+		return fmt.Errorf("start plan: %w", err)
+	}
+	// Run's error is a *RunError whenever a node did not succeed, which
+	// includes every errNotNow: the per-node results say what really failed.
+	report, _ := plan.Run(ctx)
+	var errs []error
+	for _, r := range report.Results {
+		if r.Err != nil && !errors.Is(r.Err, errNotNow) && !errors.Is(r.Err, context.Canceled) {
+			errs = append(errs, r.Err)
+		}
+	}
 	return errors.Join(errs...)
 }
