@@ -23,6 +23,7 @@ import (
 var (
 	_ node.PodLifecycleHandler = (*Provider)(nil)
 	_ node.PodNotifier         = (*Provider)(nil)
+	_ node.NodeProvider        = (*Provider)(nil)
 )
 
 // ErrClosed is returned by every call made after Close.

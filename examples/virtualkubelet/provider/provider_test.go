@@ -258,3 +258,50 @@ func TestStartErrorIsRetried(t *testing.T) {
 		return cs != nil && cs.State.Running != nil
 	})
 }
+
+// A sandbox that dies under a restartPolicy Always pod is replaced, and
+// the containers start again in the new one.
+func TestDeadSandboxIsReplaced(t *testing.T) {
+	_, cri := startCrisim(t)
+	p := newProvider(t, cri)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	notified := make(notifications, 1000)
+	p.NotifyPods(ctx, func(pod *corev1.Pod) { notified <- pod })
+	pod := newPod("phoenix", "uid-phoenix")
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: toolsImage}}
+	if err := p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	isRunning := func(pod *corev1.Pod) bool {
+		cs := findStatus(pod.Status.ContainerStatuses, "app")
+		return cs != nil && cs.State.Running != nil && condition(pod, corev1.PodReady) == corev1.ConditionTrue
+	}
+	notified.waitFor(t, "running", isRunning)
+	sbs := sandboxesOf(t, cri, pod.UID)
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes", len(sbs))
+	}
+	if err := cri.StopPodSandbox(ctx, sbs[0].GetId()); err != nil { // the runtime lost it
+		t.Fatal(err)
+	}
+	again := notified.waitFor(t, "running again", func(pod *corev1.Pod) bool {
+		cs := findStatus(pod.Status.ContainerStatuses, "app")
+		return isRunning(pod) && cs.RestartCount == 1
+	})
+	if last := findStatus(again.Status.ContainerStatuses, "app").LastTerminationState.Terminated; last == nil {
+		t.Error("no last termination state after the restart")
+	}
+	ready := 0
+	for _, sb := range sandboxesOf(t, cri, pod.UID) {
+		if sb.GetState() == 0 { // SANDBOX_READY
+			ready++
+			if sb.GetMetadata().GetAttempt() != 1 {
+				t.Errorf("new sandbox attempt %d, want 1", sb.GetMetadata().GetAttempt())
+			}
+		}
+	}
+	if ready != 1 {
+		t.Errorf("%d ready sandboxes, want 1", ready)
+	}
+}

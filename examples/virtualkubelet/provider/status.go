@@ -45,8 +45,9 @@ type statusInput struct {
 	startTime   time.Time          // when the provider accepted the pod
 	runtimeName string             // scheme of container IDs
 	nodeIP      string
-	terminal    bool              // the pod will run nothing more (finished or deleted)
-	prev        *corev1.PodStatus // the last status published, for transition times
+	terminal    bool                                   // the pod will run nothing more (finished or deleted)
+	prev        *corev1.PodStatus                      // the last status published, for transition times
+	lastExited  map[string]*runtimeapi.ContainerStatus // newest exited instance per name the worker saw
 	now         time.Time
 }
 
@@ -151,7 +152,15 @@ func containerStatus(in *statusInput, v runtimeView, spec *corev1.Container, def
 	waitingState := func(r waiting) corev1.ContainerState {
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: r.reason, Message: r.message}}
 	}
-	if prev := v.previous[spec.Name]; prev != nil && prev.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+	prev := v.previous[spec.Name]
+	if prev == nil || prev.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		// The PLEG's status of a pod may hold only its current sandbox's
+		// containers (an evented update); the worker remembers the rest.
+		if le := in.lastExited[spec.Name]; le != nil && latest != nil && le.GetId() != latest.GetId() {
+			prev = le
+		}
+	}
+	if prev != nil && prev.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 		out.LastTerminationState = corev1.ContainerState{Terminated: terminatedState(prev, in.runtimeName)}
 	}
 	switch {

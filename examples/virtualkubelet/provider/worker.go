@@ -52,7 +52,8 @@ type podWorker struct {
 	ids        map[string]string // container name -> id of its latest instance
 	crash      map[string]*crashBackOff
 	exitSeen   map[string]time.Time // container id -> when the worker first saw it exited
-	finished   bool                 // nothing will run again; the sandbox is stopped
+	lastExited map[string]*runtimeapi.ContainerStatus
+	finished   bool // nothing will run again; the sandbox is stopped
 	final      *corev1.Pod
 	requeue    time.Duration
 	lastAction time.Time
@@ -77,6 +78,8 @@ func newPodWorker(p *Provider, pod *corev1.Pod) *podWorker {
 		ids:       map[string]string{},
 		crash:     map[string]*crashBackOff{},
 		exitSeen:  map[string]time.Time{},
+
+		lastExited: map[string]*runtimeapi.ContainerStatus{},
 	}
 }
 
@@ -712,8 +715,13 @@ func (w *podWorker) publishFinal(deleting *corev1.Pod, final *pleg.PodStatus) {
 	if sbID == "" && len(final.SandboxStatuses) > 0 {
 		sbID = final.SandboxStatuses[0].GetId()
 	}
+	w.rememberExitsLocked(final)
+	lastExited := make(map[string]*runtimeapi.ContainerStatus, len(w.lastExited))
+	for k, v := range w.lastExited {
+		lastExited[k] = v
+	}
 	in := &statusInput{
-		pod: pod, runtime: final, sandboxID: sbID, reasons: nil,
+		pod: pod, runtime: final, sandboxID: sbID, reasons: nil, lastExited: lastExited,
 		startTime: w.startTime, runtimeName: w.p.runtimeName, nodeIP: w.p.cfg.nodeIP,
 		terminal: true, prev: w.published, now: w.p.cfg.clock.Now(),
 	}
@@ -741,11 +749,16 @@ func (w *podWorker) status() (*corev1.Pod, bool) {
 	for k, v := range w.reasons {
 		reasons[k] = v
 	}
+	w.rememberExitsLocked(st)
+	lastExited := make(map[string]*runtimeapi.ContainerStatus, len(w.lastExited))
+	for k, v := range w.lastExited {
+		lastExited[k] = v
+	}
 	pod := w.pod.DeepCopy()
 	in := &statusInput{
 		pod: pod, runtime: st, sandboxID: w.sandboxID, reasons: reasons, podReason: w.podReason,
 		startTime: w.startTime, runtimeName: w.p.runtimeName, nodeIP: w.p.cfg.nodeIP,
-		terminal: w.finished, prev: w.published, now: w.p.cfg.clock.Now(),
+		terminal: w.finished, prev: w.published, now: w.p.cfg.clock.Now(), lastExited: lastExited,
 	}
 	if in.sandboxID == "" && st != nil && len(st.SandboxStatuses) > 0 {
 		in.sandboxID = st.SandboxStatuses[0].GetId()
@@ -753,6 +766,23 @@ func (w *podWorker) status() (*corev1.Pod, bool) {
 	w.mu.Unlock()
 	pod.Status = buildStatus(in)
 	return pod, false
+}
+
+// rememberExitsLocked keeps the newest exited instance of each container,
+// for its lastState once the runtime's view no longer shows it.
+func (w *podWorker) rememberExitsLocked(st *pleg.PodStatus) {
+	if st == nil {
+		return
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		name := cs.GetMetadata().GetName()
+		if old := w.lastExited[name]; old == nil || cs.GetCreatedAt() > old.GetCreatedAt() {
+			w.lastExited[name] = cs
+		}
+	}
 }
 
 // changed records pod's status as published and reports whether it
