@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
@@ -8,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/puzpuzpuz/xsync/v3"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/syncpod/syncpod/locks"
 	"github.com/syncpod/syncpod/pleg"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -123,55 +126,67 @@ type podRecord struct {
 
 // podRecords holds per-pod reporting state plus the startup latencies of
 // every pod that ever started (kept after the pod is gone, for percentiles).
+// Records live in a concurrent map and each is changed under its own key of
+// a locks.KeyedMutex, so workers of different pods never contend and a
+// progress reader never stops them all (the kubelet's status manager takes
+// one lock for every pod).
 type podRecords struct {
+	keys  *locks.KeyedMutex[types.UID]
+	byUID *xsync.MapOf[types.UID, *podRecord]
+
 	mu       sync.Mutex
-	byUID    map[types.UID]*podRecord
 	startups []time.Duration
 }
 
-func newPodRecords() *podRecords { return &podRecords{byUID: map[types.UID]*podRecord{}} }
+func newPodRecords() *podRecords {
+	return &podRecords{keys: locks.NewKeyedMutex[types.UID](), byUID: xsync.NewMapOf[types.UID, *podRecord]()}
+}
+
+// with runs f on uid's record under uid's lock; false if there is none.
+func (r *podRecords) with(uid types.UID, f func(*podRecord)) bool {
+	rec, ok := r.byUID.Load(uid)
+	if !ok {
+		return false
+	}
+	_ = r.keys.Lock(context.Background(), uid) // a Background Lock cannot fail
+	defer func() { _ = r.keys.Unlock(uid) }()
+	f(rec)
+	return true
+}
 
 func (r *podRecords) desire(pod *corev1.Pod, now time.Time, added bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, ok := r.byUID[pod.UID]
-	if !ok {
-		rec = &podRecord{uid: pod.UID, created: now, state: PodPending}
-		r.byUID[pod.UID] = rec
-	}
-	rec.pod = pod
+	rec, _ := r.byUID.LoadOrCompute(pod.UID, func() *podRecord {
+		return &podRecord{uid: pod.UID, created: now, state: PodPending, pod: pod}
+	})
+	r.with(rec.uid, func(rec *podRecord) { rec.pod = pod })
 }
 
 func (r *podRecords) terminating(uid types.UID) {
 	r.update(uid, func(rec *podRecord) { rec.state = PodTerminating })
 }
 
-func (r *podRecords) remove(uid types.UID) {
-	r.mu.Lock()
-	delete(r.byUID, uid)
-	r.mu.Unlock()
-}
+func (r *podRecords) remove(uid types.UID) { r.byUID.Delete(uid) }
 
-func (r *podRecords) update(uid types.UID, f func(*podRecord)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if rec, ok := r.byUID[uid]; ok {
-		f(rec)
-	}
-}
+func (r *podRecords) update(uid types.UID, f func(*podRecord)) { r.with(uid, f) }
 
 // observe records a sync's view; it returns the startup latency when the
 // pod was seen fully running for the first time.
 func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *podActions) (startup time.Duration, first bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, ok := r.byUID[uid]
-	if !ok || rec.state == PodTerminating {
+	r.with(uid, func(rec *podRecord) { startup, first = rec.observe(now, st, a) })
+	if first {
+		r.mu.Lock()
+		r.startups = append(r.startups, startup)
+		r.mu.Unlock()
+	}
+	return startup, first
+}
+
+func (rec *podRecord) observe(now time.Time, st *PodStatus, a *podActions) (startup time.Duration, first bool) {
+	if rec.state == PodTerminating {
 		return 0, false
 	}
 	restarts := 0
-	for name, c := range st.latest {
-		_ = name
+	for _, c := range st.latest {
 		restarts += int(c.Attempt)
 	}
 	rec.restarts = restarts
@@ -194,7 +209,6 @@ func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *pod
 	if a.allRunning && !rec.running {
 		rec.running = true
 		rec.startup = now.Sub(rec.created)
-		r.startups = append(r.startups, rec.startup)
 		return rec.startup, true
 	}
 	return 0, false
@@ -221,13 +235,14 @@ func (r *podRecords) setMessage(uid types.UID, msg string) {
 }
 
 func (r *podRecords) reports() []PodReport {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]PodReport, 0, len(r.byUID))
-	for _, rec := range r.byUID {
-		out = append(out, PodReport{Namespace: rec.pod.Namespace, Name: rec.pod.Name, UID: rec.uid, State: rec.state,
-			Startup: rec.startup, PullWait: rec.pullWait, Restarts: rec.restarts, Message: rec.message})
-	}
+	out := make([]PodReport, 0, r.byUID.Size())
+	r.byUID.Range(func(uid types.UID, _ *podRecord) bool {
+		r.with(uid, func(rec *podRecord) {
+			out = append(out, PodReport{Namespace: rec.pod.Namespace, Name: rec.pod.Name, UID: rec.uid, State: rec.state,
+				Startup: rec.startup, PullWait: rec.pullWait, Restarts: rec.restarts, Message: rec.message})
+		})
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
 			return out[i].Namespace < out[j].Namespace
@@ -243,11 +258,7 @@ func (r *podRecords) startupLatencies() []time.Duration {
 	return append([]time.Duration(nil), r.startups...)
 }
 
-func (r *podRecords) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.byUID)
-}
+func (r *podRecords) len() int { return r.byUID.Size() }
 
 // Snapshot is the agent's state for a progress line or a summary.
 type Snapshot struct {
