@@ -374,3 +374,62 @@ func TestPodControllerRemovedFromAPI(t *testing.T) {
 	})
 	terminalNotification(t, s, pod.UID)
 }
+
+// Many pods at once, some with init containers and sidecars, on a runtime
+// with realistic latencies and a store lock: all run, all go.
+func TestPodControllerManyPods(t *testing.T) {
+	srv, cri := startCrisim(t, crisim.WithRealisticLatencies(), crisim.WithStoreLock(), crisim.WithSeed(7))
+	s := startSystem(t, srv, cri)
+	const n = 16
+	var pods []*corev1.Pod
+	for i := range n {
+		name := fmt.Sprintf("many-%02d", i)
+		var pod *corev1.Pod
+		if i%2 == 0 {
+			pod = newPod(name, types.UID("uid-"+name))
+			pod.Annotations = map[string]string{provider.AnnotationContainerAnnotations: `{"migrate": {"` + crisim.AnnotationExitAfter + `": "50ms"}}`}
+			pod.Spec.InitContainers = []corev1.Container{
+				{Name: "migrate", Image: toolsImage},
+				{Name: "proxy", Image: toolsImage, RestartPolicy: sidecarPolicy()},
+			}
+			pod.Spec.Containers = []corev1.Container{{Name: "app", Image: appImage}, {Name: "worker", Image: toolsImage}}
+		} else {
+			pod = newPod(name, types.UID("uid-"+name))
+			pod.Spec.Containers = []corev1.Container{{Name: "app", Image: appImage}}
+		}
+		pods = append(pods, s.create(pod))
+	}
+	for _, pod := range pods {
+		running := s.waitPod(pod.Name, "running", func(p *corev1.Pod) string {
+			if p.Status.Phase != corev1.PodRunning || condition(p, corev1.PodReady) != corev1.ConditionTrue {
+				return fmt.Sprintf("phase %s ready %s", p.Status.Phase, condition(p, corev1.PodReady))
+			}
+			return ""
+		})
+		if len(pod.Spec.InitContainers) > 0 {
+			checkRunning(t, running, []string{"migrate"}, []string{"proxy"}, []string{"app", "worker"})
+		} else {
+			checkRunning(t, running, nil, nil, []string{"app"})
+		}
+	}
+	if d := srv.Runtime().Downloads(appImage); d != 1 {
+		t.Errorf("%d downloads of the shared image, want 1", d)
+	}
+	var zero int64
+	for _, pod := range pods {
+		if err := s.client.CoreV1().Pods(testNamespace).Delete(s.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every pod gone from the provider and the runtime", func() string {
+		if got, _ := s.prov.GetPods(context.Background()); len(got) != 0 {
+			return fmt.Sprintf("%d pods in the provider", len(got))
+		}
+		for _, pod := range pods {
+			if len(sandboxesOf(t, cri, pod.UID))+len(containersOf(t, cri, pod.UID)) != 0 {
+				return pod.Name + " still in the runtime"
+			}
+		}
+		return ""
+	})
+}
