@@ -1,0 +1,57 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+)
+
+func ExampleParseManifests() {
+	pods, err := agent.ParseManifests("pods.yaml", []byte(`
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers: [{name: app, image: nginx}]
+---
+metadata: {name: broken}
+spec:
+  containers: [{name: app, image: nginx}, {name: app, image: redis}]
+`))
+	for _, p := range pods {
+		fmt.Println("pod", p.Namespace+"/"+p.Name)
+	}
+	fmt.Println(err)
+	// Output:
+	// pod default/web
+	// pods.yaml (document 2) pod default/broken: spec.containers[1].name: duplicate container name "app" (also spec.containers[0])
+}
+
+func ExampleAgent() {
+	srv, _ := crisim.Start(crisim.WithImage("nginx", 1<<20))
+	defer srv.Close()
+	c, _ := criclient.Dial(context.Background(), srv.Endpoint())
+	defer c.Close(context.Background())
+
+	running := make(chan struct{}, 1)
+	a, _ := agent.New(c, c, agent.WithEventHook(func(e agent.Event) {
+		if e.Type == agent.EventRunning {
+			running <- struct{}{}
+		}
+	}))
+	_ = a.Start()
+	pods, _ := agent.ParseManifests("web.yaml", []byte(`
+metadata: {name: web}
+spec: {containers: [{name: app, image: nginx}]}`))
+	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pods[0]})
+	<-running
+	p := a.Snapshot().Pods[0]
+	fmt.Println(p.Name, p.State, p.Restarts)
+	a.Stop()
+	_ = a.Cleanup(context.Background())
+	// Output:
+	// web Running 0
+}
