@@ -65,8 +65,7 @@ func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c 
 // WithLogger sets the logger (default: no-op).
 func WithLogger(l *zap.Logger) Option { return func(cfg *config) { cfg.logger = l } }
 
-// WithNodeName sets the node name reported in pod statuses' nominated
-// fields and logs.
+// WithNodeName names the node in the provider's logs.
 func WithNodeName(name string) Option { return func(cfg *config) { cfg.nodeName = name } }
 
 // WithNodeIP sets the node's IP: the pods' hostIP, and the podIP of

@@ -70,6 +70,9 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	if cfg.errorResync <= 0 || cfg.crashInitial <= 0 || cfg.crashMax < cfg.crashInitial || cfg.maxGrace < 0 || cfg.maxParallelStarts < 1 {
 		return nil, errdefs.InvalidInput("provider.New: invalid option: resync and back-offs must be positive, max back-off at least the initial one, max parallel starts at least 1")
 	}
+	if cfg.nodeName != "" {
+		cfg.logger = cfg.logger.With(zap.String("node", cfg.nodeName))
+	}
 	v, err := rt.Version(ctx, "v1")
 	if err != nil {
 		return nil, fmt.Errorf("provider.New: runtime version: %w", err)
@@ -95,6 +98,7 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.pleg.Start(p.ctx); err != nil {
 		p.cancel()
+		p.pleg.Stop()
 		return nil, fmt.Errorf("provider.New: start PLEG: %w", err)
 	}
 	// No WithNotify: workers wait for pulls (Wait) inside their start

@@ -12,15 +12,29 @@ import (
 	"github.com/syncpod/syncpod/pleg"
 )
 
-// Container waiting reasons, as the kubelet shows them.
+// Container state reasons, as the kubelet shows them. The image pull
+// reasons (ErrImagePull, ImagePullBackOff, ...) are asyncpull's Reason
+// constants.
 const (
-	ReasonContainerCreating  = "ContainerCreating"
-	ReasonPodInitializing    = "PodInitializing"
-	ReasonCrashLoopBackOff   = "CrashLoopBackOff"
+	// ReasonContainerCreating: the container is being created (its image
+	// pulled) in a pod without init containers.
+	ReasonContainerCreating = "ContainerCreating"
+	// ReasonPodInitializing: the container waits for the pod's init
+	// containers.
+	ReasonPodInitializing = "PodInitializing"
+	// ReasonCrashLoopBackOff: the container exited and waits out its
+	// restart back-off.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	// ReasonCreateContainerErr: CreateContainer failed.
 	ReasonCreateContainerErr = "CreateContainerError"
-	ReasonRunContainerError  = "RunContainerError"
-	ReasonCompleted          = "Completed"
-	ReasonError              = "Error"
+	// ReasonRunContainerError: StartContainer failed.
+	ReasonRunContainerError = "RunContainerError"
+	// ReasonCompleted: the container exited 0 (when the runtime gives no
+	// reason of its own).
+	ReasonCompleted = "Completed"
+	// ReasonError: the container exited non-zero (when the runtime gives no
+	// reason of its own).
+	ReasonError = "Error"
 	// ReasonContainerStatusUnknown is the terminated reason of a container
 	// whose end was not observed when its pod terminated.
 	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
