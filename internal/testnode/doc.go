@@ -66,6 +66,22 @@
 // namespace (NamespaceMode_NODE) and set a log directory, so their configs
 // run as they are.
 //
+// # Pod network and mirrored registries
+//
+// WithPodNetwork gives pods their own network namespaces and IPs without
+// touching the machine's network: the node gets a network namespace of its
+// own (Node.NetNS, removed at teardown), containerd runs inside it (via
+// `nsenter --net`), the registry listens there too, and a CNI bridge with
+// host-local IPAM (10.244.0.0/24), portmap and loopback serves the pods.
+// Run clients that must reach pod IPs or the streaming server inside it:
+// `nsenter --net=` + n.NetNS(). WithMirroredRegistries("registry.k8s.io",
+// "gcr.io") sends pulls of those registries to the loopback registry, and
+// PushFiles builds an image from arbitrary files (a busybox, say) under the
+// upstream repository path, so images such as critest's
+// registry.k8s.io/e2e-test-images/busybox:1.29-2 pull offline. A namespace
+// left by a test binary killed before its cleanup is named
+// syncpod-<pid>-<hex> (`ip netns delete` it).
+//
 // # Images
 //
 // Every image holds one static program, /workload (package

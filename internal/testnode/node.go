@@ -45,6 +45,8 @@ type Node struct {
 	reg     *loopbackRegistry
 	conn    *grpc.ClientConn
 
+	netns string // name of the node's network namespace (WithPodNetwork)
+
 	mu     sync.Mutex
 	proc   *containerdProcess // nil while containerd is down
 	layers map[string][]string
@@ -59,6 +61,8 @@ type options struct {
 	logLevel               string
 	maxConcurrentDownloads int
 	configEdits            []func(string) string
+	podNetwork             bool     // WithPodNetwork
+	mirrors                []string // WithMirroredRegistries
 }
 
 // WithBinDir takes the binaries from dir instead of SYNCPOD_NODE_BIN or
@@ -169,6 +173,14 @@ func start(t testing.TB, bins binaries, o options) (*Node, error) {
 	}
 	if err := os.WriteFile(n.path("certs.d", n.Registry, "hosts.toml"), []byte(hostsToml(n.Registry)), 0o600); err != nil {
 		return nil, fmt.Errorf("certs.d: %w", err)
+	}
+	if err := n.writeMirrors(o.mirrors); err != nil {
+		return nil, err
+	}
+	if o.podNetwork {
+		if err := n.setUpPodNetwork(); err != nil {
+			return nil, err
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -286,6 +298,10 @@ func (n *Node) startContainerd() error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(n.bins.containerd, "--config", n.cfgPath)
+	if n.netns != "" {
+		// nsenter execs containerd: the PID stays containerd's.
+		cmd = exec.Command("nsenter", "--net="+n.NetNS(), n.bins.containerd, "--config", n.cfgPath)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The shim is found on containerd's PATH.
 	cmd.Env = append(envWithout(os.Environ(), "PATH"),

@@ -20,7 +20,8 @@ import (
 type loopbackRegistry struct {
 	addr   string
 	server *http.Server
-	done   chan struct{} // closed when Serve returns
+	done   chan struct{}  // closed when Serve returns
+	extra  sync.WaitGroup // Serve calls on listeners added by serveAlso
 
 	mu     sync.Mutex
 	counts map[string]int // "METHOD /v2/..." -> requests
@@ -63,6 +64,7 @@ func (r *loopbackRegistry) close() error {
 		err = r.server.Close()
 	}
 	<-r.done
+	r.extra.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -120,4 +122,14 @@ func splitV2Path(path, kind string) (repo, ref string, ok bool) {
 		return "", "", false
 	}
 	return repo, ref, true
+}
+
+// serveAlso serves the registry on one more listener (inside a pod network
+// namespace); close stops it too.
+func (r *loopbackRegistry) serveAlso(l net.Listener) {
+	r.extra.Add(1)
+	go func() {
+		defer r.extra.Done()
+		_ = r.server.Serve(l)
+	}()
 }

@@ -49,6 +49,9 @@ func (n *Node) teardown(t testing.TB) {
 			t.Logf("testnode: stop registry: %v", err)
 		}
 	}
+	if err := n.removeNetNS(); err != nil {
+		leftovers = append(leftovers, err.Error())
+	}
 	if len(leftovers) > 0 {
 		t.Errorf("testnode: teardown left behind: %s", strings.Join(leftovers, "; "))
 	}
