@@ -297,10 +297,17 @@ func (w *podWorker) sync(ctx context.Context) {
 	podFailed := false
 	w.mu.Lock()
 	now := p.cfg.clock.Now()
+	current := map[string]bool{}
 	for name, cs := range v.latest {
 		w.ids[name] = cs.GetId()
+		current[cs.GetId()] = true
 		if _, ok := w.exitSeen[cs.GetId()]; !ok && cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 			w.exitSeen[cs.GetId()] = now
+		}
+	}
+	for id := range w.exitSeen {
+		if !current[id] {
+			delete(w.exitSeen, id) // replaced: only latest instances wait for a restart
 		}
 	}
 	w.mu.Unlock()
