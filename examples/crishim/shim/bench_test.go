@@ -32,7 +32,7 @@ const (
 // RunPodSandbox.
 func BenchmarkKubeletBurst(b *testing.B) {
 	for _, mode := range []string{"direct", "shim", "shim-async"} {
-		b.Run(mode, func(b *testing.B) {
+		b.Run("mode="+mode, func(b *testing.B) {
 			var lists, relists, starts []time.Duration
 			var makespan time.Duration
 			for range b.N {
@@ -187,7 +187,7 @@ func BenchmarkRealNodeUnaryOverhead(b *testing.B) {
 				return err
 			}},
 		} {
-			b.Run(call.name+"/"+c.name, func(b *testing.B) {
+			b.Run("call="+call.name+"/path="+c.name, func(b *testing.B) {
 				lat := make([]time.Duration, 0, b.N)
 				for range b.N {
 					t0 := time.Now()
