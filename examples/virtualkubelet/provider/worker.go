@@ -54,7 +54,6 @@ type podWorker struct {
 	exitSeen   map[string]time.Time // container id -> when the worker first saw it exited
 	lastExited map[string]*runtimeapi.ContainerStatus
 	finished   bool // nothing will run again; the sandbox is stopped
-	final      *corev1.Pod
 	requeue    time.Duration
 	lastAction time.Time
 	published  *corev1.PodStatus
@@ -737,7 +736,7 @@ func (w *podWorker) publishFinal(deleting *corev1.Pod, final *pleg.PodStatus) {
 	pod.DeletionTimestamp = deleting.DeletionTimestamp
 	pod.DeletionGracePeriodSeconds = deleting.DeletionGracePeriodSeconds
 	w.mu.Lock()
-	w.final = pod
+
 	w.published = pod.Status.DeepCopy()
 	w.mu.Unlock()
 	w.p.notifier.enqueue(string(w.uid), pod)
