@@ -94,6 +94,8 @@ type Stats struct {
 	Overflows int
 	// StreamBreaks counts upstream event streams that ended.
 	StreamBreaks int
+	// Subscribers is the number of open subscriptions.
+	Subscribers int
 }
 
 // New starts a view of src: a relist now and every relist period, and one
@@ -146,7 +148,9 @@ func (v *View) Close() {
 func (v *View) Stats() Stats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.stats
+	st := v.stats
+	st.Subscribers = len(v.subs)
+	return st
 }
 
 // Health returns nil when the view's data is within the staleness bound,

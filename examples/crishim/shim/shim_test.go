@@ -143,11 +143,10 @@ func TestEventFanoutSlowSubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both subscriptions", func() bool { return srv.Runtime().Subscribers() == 2 })
-	_ = quick
-	// Subscriptions are registered once the view's stream is open; make
-	// sure both shims' handlers subscribed before producing events.
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, "both views' streams", func() bool { return srv.Runtime().Subscribers() == 2 })
+	eventually(t, "both subscriptions", func() bool {
+		return sv.shim.View().Stats().Subscribers == 1 && fast.shim.View().Stats().Subscribers == 1
+	})
 
 	const pods = 400
 	got := make(chan int, 1)
@@ -240,7 +239,7 @@ func TestAsyncRunPodSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the view's stream", func() bool { return srv.Runtime().Subscribers() == 1 })
-	time.Sleep(50 * time.Millisecond)
+	eventually(t, "the subscription", func() bool { return sv.shim.View().Stats().Subscribers == 1 })
 
 	resp, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
 	if err != nil {
@@ -329,5 +328,44 @@ func TestPullImageErrorRedactsCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "[REDACTED]") {
 		t.Errorf("PullImage error leaks the password: %v", err)
+	}
+}
+
+// A restarted async shim rebuilds its id map from the label on the
+// runtime's sandboxes: the minted id keeps working.
+func TestAsyncIDsSurviveRestart(t *testing.T) {
+	srv := startCrisim(t)
+	ctx := ctxT(t)
+	first := serve(t, srv.Endpoint(), shim.Config{AsyncRunPodSandbox: true})
+	resp, err := first.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.shim.Drain(ctx); err != nil { // the real call is done
+		t.Fatal(err)
+	}
+	first.stop()
+
+	second := serve(t, srv.Endpoint(), shim.Config{AsyncRunPodSandbox: true})
+	st, err := second.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: resp.PodSandboxId})
+	if err != nil || st.GetStatus().GetId() != resp.PodSandboxId || st.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Fatalf("status by minted id after a restart: %v %v", st, err)
+	}
+	if _, leaked := st.Status.Labels[shim.SandboxIDLabel]; leaked {
+		t.Errorf("status shows the id label: %v", st.Status.Labels)
+	}
+	pods, err := second.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(pods.GetItems()) != 1 || pods.Items[0].Id != resp.PodSandboxId {
+		t.Fatalf("list after a restart: %v %v", pods, err)
+	}
+	if _, err := second.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: resp.PodSandboxId}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Runtime().CallCounts()); n == 0 {
+		t.Fatal("no calls reached the runtime")
+	}
+	real, err := srv.Runtime().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(real.GetItems()) != 0 {
+		t.Errorf("runtime still holds %v after RemovePodSandbox by minted id (%v)", real, err)
 	}
 }
