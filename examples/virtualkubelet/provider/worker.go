@@ -736,7 +736,6 @@ func (w *podWorker) publishFinal(deleting *corev1.Pod, final *pleg.PodStatus) {
 	pod.DeletionTimestamp = deleting.DeletionTimestamp
 	pod.DeletionGracePeriodSeconds = deleting.DeletionGracePeriodSeconds
 	w.mu.Lock()
-
 	w.published = pod.Status.DeepCopy()
 	w.mu.Unlock()
 	w.p.notifier.enqueue(string(w.uid), pod)
