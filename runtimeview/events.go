@@ -161,7 +161,11 @@ func (v *View) apply(ev *runtimeapi.ContainerEventResponse) {
 			if _, gone := v.tombs[key{kindContainer, cs.GetId()}]; gone {
 				continue
 			}
-			v.containers[cs.GetId()] = entry[*runtimeapi.Container]{item: containerFromStatus(cs, sandboxID), seen: now}
+			sbID := sandboxID
+			if sbID == "" { // an event without the sandbox's status: keep what is known
+				sbID = v.containers[cs.GetId()].item.GetPodSandboxId()
+			}
+			v.containers[cs.GetId()] = entry[*runtimeapi.Container]{item: containerFromStatus(cs, sbID), seen: now}
 		}
 		if deleted && ev.GetContainerId() != sandboxID {
 			v.removeContainerLocked(ev.GetContainerId(), now)

@@ -143,7 +143,8 @@ func (a *asyncSandboxes) work() {
 			return
 		case e := <-a.queue:
 			ctx, cancel := context.WithTimeout(a.life, asyncRunTimeout)
-			resp, err := forward(a.s, ctx, "RunPodSandbox", e.req, a.s.rt.RunPodSandbox)
+			// Accepted before any Drain: completes even while draining.
+			resp, err := admitAndCall(a.s, ctx, "RunPodSandbox", e.req, a.s.rt.RunPodSandbox)
 			cancel()
 			if err == nil && resp.GetPodSandboxId() == "" {
 				err = status.Error(codes.Internal, "RunPodSandbox: runtime returned an empty sandbox id")

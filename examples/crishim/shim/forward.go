@@ -16,10 +16,17 @@ import (
 // backend's answer, including its gRPC status code and message, is returned
 // untouched. Requests are never logged (they may hold credentials).
 func forward[Req, Resp any](s *Shim, ctx context.Context, method string, req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
-	var zero Resp
 	if s.draining() {
+		var zero Resp
 		return zero, status.Error(codes.Unavailable, ErrDraining.Error())
 	}
+	return admitAndCall(s, ctx, method, req, fn)
+}
+
+// admitAndCall is forward without the draining check, for the calls the
+// shim accepted before Drain and must still complete.
+func admitAndCall[Req, Resp any](s *Shim, ctx context.Context, method string, req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	var zero Resp
 	release, err := s.gates[methodClass[method]].acquire(ctx)
 	if err != nil {
 		return zero, status.FromContextError(err).Err()

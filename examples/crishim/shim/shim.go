@@ -60,18 +60,18 @@ type Shim struct {
 	runtimeapi.UnsafeRuntimeServiceServer
 	runtimeapi.UnsafeImageServiceServer
 
-	cfg     Config
-	log     *zap.Logger
-	conn    *grpc.ClientConn
-	rt      runtimeapi.RuntimeServiceClient
-	img     runtimeapi.ImageServiceClient
-	client  *criclient.Client // feeds the view
-	view    *runtimeview.View
-	gates   [numClasses]*gate
-	async   *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drainMu sync.RWMutex
-	drain   chan struct{} // closed by Drain: streams end, new calls fail
-	closeMu sync.Once
+	cfg       Config
+	log       *zap.Logger
+	conn      *grpc.ClientConn
+	rt        runtimeapi.RuntimeServiceClient
+	img       runtimeapi.ImageServiceClient
+	client    *criclient.Client // feeds the view
+	view      *runtimeview.View
+	gates     [numClasses]*gate
+	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drain     chan struct{}   // closed by Drain: streams end, new calls fail
+	drainOnce sync.Once
+	closeOnce sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
@@ -132,13 +132,7 @@ func (s *Shim) View() *runtimeview.View { return s.view }
 // waits (until ctx ends) for the accepted asynchronous RunPodSandbox calls
 // to reach the runtime and finish. Call it before grpc.Server.GracefulStop.
 func (s *Shim) Drain(ctx context.Context) error {
-	s.drainMu.Lock()
-	select {
-	case <-s.drain:
-	default:
-		close(s.drain)
-	}
-	s.drainMu.Unlock()
+	s.drainOnce.Do(func() { close(s.drain) })
 	if s.async != nil {
 		return s.async.wait(ctx)
 	}
@@ -149,7 +143,7 @@ func (s *Shim) Drain(ctx context.Context) error {
 // connections. Idempotent.
 func (s *Shim) Close() error {
 	var err error
-	s.closeMu.Do(func() {
+	s.closeOnce.Do(func() {
 		_ = s.Drain(context.Background())
 		if s.async != nil {
 			s.async.close()

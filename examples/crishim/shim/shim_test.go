@@ -2,6 +2,7 @@ package shim_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -367,5 +368,29 @@ func TestAsyncIDsSurviveRestart(t *testing.T) {
 	real, err := srv.Runtime().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(real.GetItems()) != 0 {
 		t.Errorf("runtime still holds %v after RemovePodSandbox by minted id (%v)", real, err)
+	}
+}
+
+// Drain waits for the RunPodSandbox calls accepted before it: they reach
+// the runtime even though new calls are refused.
+func TestDrainCompletesAcceptedAsyncCalls(t *testing.T) {
+	srv := startCrisim(t, crisim.WithLatency("RunPodSandbox", crisim.Fixed(30*time.Millisecond)))
+	sv := serve(t, srv.Endpoint(), shim.Config{AsyncRunPodSandbox: true, AsyncWorkers: 1})
+	ctx := ctxT(t)
+	const pods = 4
+	for i := range pods {
+		if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(fmt.Sprint("p", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sv.shim.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("late")}); status.Code(err) != codes.Unavailable {
+		t.Errorf("RunPodSandbox after Drain: %v, want Unavailable", err)
+	}
+	got, err := srv.Runtime().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(got.GetItems()) != pods {
+		t.Fatalf("runtime holds %d sandboxes after Drain (%v), want %d", len(got.GetItems()), err, pods)
 	}
 }
