@@ -52,7 +52,7 @@ var lockImpls = []struct {
 }{
 	{"impl=global", func() keyLocker { return &globalMutex{} }},
 	{"impl=hashed-ncpu", func() keyLocker { return keymutex.NewHashed(0) }},
-	{"impl=striped-256", func() keyLocker { return stripedAdapter{locks.NewStriped[string](256)} }},
+	{"impl=striped256", func() keyLocker { return stripedAdapter{locks.NewStriped[string](256)} }},
 	{"impl=keyed", func() keyLocker { return keyedAdapter{locks.NewKeyedMutex[string]()} }},
 }
 

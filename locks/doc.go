@@ -3,8 +3,9 @@
 //
 //   - KeyedMutex[K]: one mutex per key (a pod UID, an image ref), with exact
 //     keys, a context-aware Lock, TryLock, and Unlock that reports misuse as
-//     an error. Entries exist only while a key is locked or waited for, so
-//     memory follows the pods being worked on, not every pod ever seen.
+//     an error. A key takes memory only while it is locked, so memory
+//     follows the pods being worked on, not every pod ever seen. Waiters
+//     get the key in FIFO order.
 //   - Striped[K]: a fixed number of RW mutexes selected by key hash, for
 //     callers that prefer fixed memory and accept that two keys may share a
 //     stripe.

@@ -43,8 +43,10 @@ func NewKeyedMutex[K comparable]() *KeyedMutex[K] {
 
 // Lock locks key, waiting until it is free or ctx is done. It returns nil
 // once the caller holds key, or an error wrapping ctx.Err() (and then does
-// not hold it). A ctx that is already done fails even if key is free.
-// Locks are not reentrant: locking a key the caller holds waits for ctx.
+// not hold it). A ctx that is already done fails even if key is free. If
+// ctx is done just as the key is handed over, Lock passes it on to the next
+// waiter and returns the error. Locks are not reentrant: locking a key the
+// caller holds waits for ctx.
 func (m *KeyedMutex[K]) Lock(ctx context.Context, key K) error {
 	if ctx == nil {
 		return fmt.Errorf("locks: KeyedMutex.Lock: %w", ErrNilContext)

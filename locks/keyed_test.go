@@ -184,3 +184,53 @@ func TestKeyedMutexExactKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedMutexFIFOHandOff: waiters get the key in the order they queued,
+// and one that gives up is skipped.
+func TestKeyedMutexFIFOHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		km := locks.NewKeyedMutex[string]()
+		if err := km.Lock(context.Background(), "pod"); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu    sync.Mutex
+			order []int
+		)
+		quitter, quit := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for i := range 4 {
+			ctx := context.Background()
+			if i == 1 {
+				ctx = quitter
+			}
+			wg.Go(func() {
+				if err := km.Lock(ctx, "pod"); err != nil {
+					if i != 1 || !errors.Is(err, context.Canceled) {
+						t.Errorf("waiter %d: %v", i, err)
+					}
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				if err := km.Unlock("pod"); err != nil {
+					t.Error(err)
+				}
+			})
+			synctest.Wait() // queued before the next one starts
+		}
+		quit()
+		synctest.Wait()
+		if err := km.Unlock("pod"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if want := []int{0, 2, 3}; fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Fatalf("hand-off order %v, want %v", order, want)
+		}
+		if km.Len() != 0 {
+			t.Fatalf("Len = %d, want 0", km.Len())
+		}
+	})
+}

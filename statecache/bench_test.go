@@ -254,7 +254,11 @@ func BenchmarkWakeOnSet(b *testing.B) {
 							return
 						}
 						minTime = st.Modified
-						acks[i] <- struct{}{}
+						select {
+						case acks[i] <- struct{}{}:
+						case <-ctx.Done():
+							return
+						}
 					}
 				})
 			}
@@ -300,7 +304,11 @@ func BenchmarkWakeOnUpdateTime(b *testing.B) {
 								return
 							}
 							minTime = minTime.Add(time.Duration(waiters) * time.Second)
-							acks <- struct{}{}
+							select {
+							case acks <- struct{}{}:
+							case <-ctx.Done():
+								return // the teardown's UpdateTime may wake several
+							}
 						}
 					})
 				}

@@ -32,6 +32,9 @@ import (
 // The loader runs with a context that is independent of any one caller, so a
 // caller that gives up does not fail the others sharing the call; it is
 // cancelled by Close and bounded by WithLoadTimeout.
+//
+// Hits take one short mutex (the LRU order changes on every hit), which is
+// cheap next to the lookups a Memo is for; use Cache for hot state.
 type Memo[K ~string, V any] struct {
 	load Loader[K, V]
 	opts memoOptions
@@ -131,8 +134,7 @@ func (m *Memo[K, V]) Invalidate(key K) {
 	m.results.Remove(key)
 }
 
-// Len returns the number of remembered results, including expired ones not
-// yet dropped.
+// Len returns the number of remembered results that have not expired.
 func (m *Memo[K, V]) Len() int {
 	return len(m.results.Keys())
 }
