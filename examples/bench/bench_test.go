@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +78,7 @@ func TestLowerBoundBurst(t *testing.T) {
 
 func BenchmarkBurst(b *testing.B) {
 	for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
-		b.Run(string(mode), func(b *testing.B) {
+		b.Run("mode="+string(mode), func(b *testing.B) {
 			sc := burst(0.5, 50)
 			lb, _ := lowerBound(sc, 0.99)
 			var p50, p99 float64
@@ -130,6 +132,6 @@ func BenchmarkRealNodeScenarios(b *testing.B) {
 		}
 		var table bytes.Buffer
 		printTable(&table, results, 1, n.Endpoint)
-		b.Log("\n" + table.String())
+		fmt.Fprint(os.Stdout, "\n"+table.String()) // b.Log would truncate the table
 	}
 }

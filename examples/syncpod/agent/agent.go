@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -228,12 +229,21 @@ func (a *Agent) Cleanup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: cleanup: ListPodSandbox: %w", err)
 	}
+	var mu sync.Mutex
 	var errs []error
+	var g errgroup.Group
+	g.SetLimit(8) // pods are independent; the runtime bounds itself
 	for _, sb := range sbs {
-		if err := a.removeSandbox(ctx, sb.Id); err != nil {
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			if err := a.removeSandbox(ctx, sb.Id); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return errors.Join(errs...)
 }
 
