@@ -1,4 +1,4 @@
-// Package locks provides the locking primitives a kubelet-like agent needs
+// Package locks provides the locking primitives a kubelet-like node daemon needs
 // to serialise work per pod without serialising the node.
 //
 //   - KeyedMutex[K]: one mutex per key (a pod UID, an image ref), with exact

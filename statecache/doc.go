@@ -1,4 +1,4 @@
-// Package statecache provides caches for the state a kubelet-like agent
+// Package statecache provides caches for the state a kubelet-like node daemon
 // reads on every sync: a sharded cache of per-key state with freshness
 // waits (Cache), and a memo for slow, rarely-changing lookups (Memo).
 //
