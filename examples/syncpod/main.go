@@ -25,6 +25,8 @@ import (
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
+const defaultDemoTimeout = time.Minute
+
 type options struct {
 	manifests   string
 	endpoint    string
@@ -34,6 +36,7 @@ type options struct {
 	metricsAddr string
 	cleanup     bool
 	timeout     time.Duration
+	untilUp     bool
 }
 
 func main() {
@@ -46,7 +49,8 @@ func main() {
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090")
 	fs.BoolVar(&o.cleanup, "cleanup", false, "remove the pods this agent made on exit (always done on the embedded runtime)")
-	fs.DurationVar(&o.timeout, "demo-timeout", time.Minute, "demo: give up waiting for the pods after this long")
+	fs.DurationVar(&o.timeout, "demo-timeout", defaultDemoTimeout, "demo: give up waiting for the pods after this long")
+	fs.BoolVar(&o.untilUp, "exit-when-running", false, "with --manifests: exit once every pod is running (for scripts)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncpod [flags]\n\nRuns pods on a CRI runtime with syncpod's building blocks.\n"+
 			"With no flags it runs a demo burst on an embedded simulated runtime.\n\n")
@@ -174,15 +178,23 @@ func run(ctx context.Context, o options, out io.Writer) error {
 				fmt.Fprintln(os.Stderr, "manifest error:", err)
 			}))
 		srcErr := make(chan error, 1)
-		go func() { srcErr <- src.Run(ctx) }()
-		err := progress.loop(ctx, a, nil)
+		lctx, cancelLoop := context.WithCancel(ctx)
+		defer cancelLoop()
+		go func() { srcErr <- src.Run(lctx) }()
+		var until func(agent.Snapshot) bool
+		if o.untilUp {
+			until = func(s agent.Snapshot) bool { return s.Total > 0 && s.Running == s.Total }
+		}
+		err := progress.loop(lctx, a, until)
+		cancelLoop() // stops the manifest watcher too
 		if e := <-srcErr; e != nil && err == nil {
 			err = e
 		}
+		snap, stats := a.Snapshot(), a.Stats()
 		stopAgent()
 		progress.clear()
-		if err := printSummary(out, a.Snapshot(), a.Stats(), time.Since(start), mode, o.json); err != nil {
-			return err
+		if perr := printSummary(out, snap, stats, time.Since(start), mode, o.json); perr != nil {
+			return perr
 		}
 		return err
 	}

@@ -101,6 +101,10 @@ func ms(d time.Duration) string {
 }
 
 func printSummary(out io.Writer, s agent.Snapshot, st agent.Stats, elapsed time.Duration, mode agent.Mode, asJSON bool) error {
+	ms := ms
+	if asJSON {
+		ms = func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	}
 	sum := summary{Mode: string(mode), Elapsed: ms(elapsed), Pods: s.Pods, Started: len(st.Startups),
 		P50: ms(agent.Percentile(st.Startups, 50)), P90: ms(agent.Percentile(st.Startups, 90)),
 		P99: ms(agent.Percentile(st.Startups, 99)), WorkerBlocked: ms(st.WorkerBlocked),

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The CLI on a manifest directory and the embedded simulated runtime: the
+// valid pod runs, the invalid one is reported, and the JSON summary says so.
+func TestRunManifestsJSON(t *testing.T) {
+	dir := t.TempDir()
+	err := os.WriteFile(filepath.Join(dir, "pods.yaml"), []byte(`
+metadata: {name: web}
+spec:
+  initContainers:
+  - {name: migrate, image: example.com/migrate:1}
+  - {name: proxy, image: example.com/proxy:1, restartPolicy: Always}
+  containers:
+  - {name: app, image: nginx:1.27}
+---
+metadata: {name: bad}
+spec: {containers: [{name: a, image: "Bad::"}]}
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o := options{manifests: dir, mode: "syncpod", json: true, logLevel: "error", untilUp: true}
+	if err := run(context.Background(), o, &out); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var sum summary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, out.String())
+	}
+	if len(sum.Pods) != 1 || sum.Pods[0].Name != "web" || sum.Pods[0].State != "Running" || sum.Started != 1 {
+		t.Fatalf("summary: %+v", sum)
+	}
+}
+
+// go run ./examples/syncpod with no flags: the demo burst completes and
+// prints the table, in both modes.
+func TestRunDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes about 20 s")
+	}
+	for _, mode := range []string{"syncpod"} {
+		var out bytes.Buffer
+		o := options{mode: mode, logLevel: "error", timeout: defaultDemoTimeout}
+		if err := run(context.Background(), o, &out); err != nil {
+			t.Fatalf("%s: run: %v\n%s", mode, err, out.String())
+		}
+		for _, want := range []string{"default/web-00", "default/ml-worker", "CrashLoopBackOff", "startup p50"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s: output lacks %q:\n%s", mode, want, out.String())
+			}
+		}
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	if err := run(context.Background(), options{mode: "fast", logLevel: "info"}, &bytes.Buffer{}); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	if err := run(context.Background(), options{mode: "syncpod", logLevel: "loud"}, &bytes.Buffer{}); err == nil {
+		t.Error("unknown log level accepted")
+	}
+}
