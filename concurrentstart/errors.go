@@ -24,6 +24,7 @@ type InvalidNodeError struct {
 	Reason string
 }
 
+// Error describes the invalid node error.
 func (e *InvalidNodeError) Error() string {
 	return fmt.Sprintf("concurrentstart: node %d (%q): %s", e.Index, e.Name, e.Reason)
 }
@@ -39,6 +40,7 @@ type DuplicateNodeError struct {
 	First, Second int
 }
 
+// Error describes the duplicate node error.
 func (e *DuplicateNodeError) Error() string {
 	return fmt.Sprintf("concurrentstart: duplicate node %q (positions %d and %d)", e.Name, e.First, e.Second)
 }
@@ -54,6 +56,7 @@ type UnknownDependencyError struct {
 	Dependency string
 }
 
+// Error describes the unknown dependency error.
 func (e *UnknownDependencyError) Error() string {
 	return fmt.Sprintf("concurrentstart: node %q depends on unknown node %q", e.Node, e.Dependency)
 }
@@ -72,6 +75,7 @@ type InvalidDependencyError struct {
 	Reason string
 }
 
+// Error describes the invalid dependency error.
 func (e *InvalidDependencyError) Error() string {
 	return fmt.Sprintf("concurrentstart: node %q: dependency %q: %s", e.Node, e.Dependency.String(), e.Reason)
 }
@@ -86,6 +90,7 @@ type CycleError struct {
 	Path []string
 }
 
+// Error describes the cycle error.
 func (e *CycleError) Error() string {
 	quoted := make([]string, len(e.Path))
 	for i, n := range e.Path {
@@ -105,6 +110,7 @@ type InvalidOptionError struct {
 	Reason string
 }
 
+// Error describes the invalid option error.
 func (e *InvalidOptionError) Error() string {
 	return fmt.Sprintf("concurrentstart: %s: %s", e.Option, e.Reason)
 }
@@ -126,6 +132,7 @@ type NodeError struct {
 	Err error
 }
 
+// Error describes the node error.
 func (e *NodeError) Error() string {
 	step := map[Condition]string{Started: "start", Ready: "ready check", Completed: "completion"}[e.Phase]
 	if step == "" {
@@ -146,6 +153,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error describes the panic error.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("concurrentstart: node function panicked: %v", e.Value)
 }
@@ -160,6 +168,7 @@ type RunError struct {
 	errs                      []error
 }
 
+// Error describes the run error.
 func (e *RunError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "concurrentstart: run: %d failed, %d skipped, %d canceled", len(e.Failed), len(e.Skipped), len(e.Canceled))

@@ -23,6 +23,7 @@ type AnnotationError struct {
 	Reason string
 }
 
+// Error describes the annotation error.
 func (e *AnnotationError) Error() string {
 	switch {
 	case e.Container == "":
@@ -48,6 +49,7 @@ type UnknownContainerError struct {
 	Container string
 }
 
+// Error describes the unknown container error.
 func (e *UnknownContainerError) Error() string {
 	if e.Container != "" {
 		return fmt.Sprintf("podplan: %s: container %q depends on unknown container %q", e.Source, e.Container, e.Name)
@@ -73,6 +75,7 @@ type OrderingError struct {
 	Reason string
 }
 
+// Error describes the ordering error.
 func (e *OrderingError) Error() string {
 	if e.Dependency == "" {
 		return fmt.Sprintf("podplan: annotation %s: container %q: %s", AnnotationStartAfter, e.Container, e.Reason)
@@ -92,6 +95,7 @@ type StateError struct {
 	Reason string
 }
 
+// Error describes the state error.
 func (e *StateError) Error() string {
 	if e.Container == "" {
 		return "podplan: " + e.Reason
@@ -110,6 +114,7 @@ type MissingFuncError struct {
 	Container string
 }
 
+// Error describes the missing func error.
 func (e *MissingFuncError) Error() string {
 	if e.Container == "" {
 		return fmt.Sprintf("podplan: Funcs.%s is required", e.Func)
