@@ -48,7 +48,7 @@ spec: {containers: [{name: a, image: "Bad::"}]}
 }
 
 // go run ./examples/syncpod with no flags: the demo burst completes and
-// prints the table, in both modes.
+// prints the table.
 func TestRunDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes about 20 s")

@@ -28,21 +28,44 @@ var _ StatusStore = (*trackedStore)(nil)
 // cache returning to empty.
 type trackedStore struct {
 	StatusStore
+	keys *keyCounter
+}
+
+func newStatusCache() *trackedStore {
+	return &trackedStore{StatusStore: statecache.New[types.UID, *PodStatus](), keys: newKeyCounter()}
+}
+
+// keyCounter is the set of keys a cache holds.
+type keyCounter struct {
 	mu   sync.Mutex
 	keys map[types.UID]struct{}
 }
 
-func newStatusCache() *trackedStore {
-	return &trackedStore{StatusStore: statecache.New[types.UID, *PodStatus](), keys: map[types.UID]struct{}{}}
+func newKeyCounter() *keyCounter { return &keyCounter{keys: map[types.UID]struct{}{}} }
+
+func (k *keyCounter) add(key types.UID) {
+	k.mu.Lock()
+	k.keys[key] = struct{}{}
+	k.mu.Unlock()
+}
+
+func (k *keyCounter) remove(key types.UID) {
+	k.mu.Lock()
+	delete(k.keys, key)
+	k.mu.Unlock()
+}
+
+func (k *keyCounter) len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.keys)
 }
 
 // Set implements StatusStore.
 func (t *trackedStore) Set(key types.UID, value *PodStatus, err error, ts time.Time) bool {
 	ok := t.StatusStore.Set(key, value, err, ts)
 	if ok {
-		t.mu.Lock()
-		t.keys[key] = struct{}{}
-		t.mu.Unlock()
+		t.keys.add(key)
 	}
 	return ok
 }
@@ -50,13 +73,7 @@ func (t *trackedStore) Set(key types.UID, value *PodStatus, err error, ts time.T
 // Delete implements StatusStore.
 func (t *trackedStore) Delete(key types.UID) {
 	t.StatusStore.Delete(key)
-	t.mu.Lock()
-	delete(t.keys, key)
-	t.mu.Unlock()
+	t.keys.remove(key)
 }
 
-func (t *trackedStore) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.keys)
-}
+func (t *trackedStore) len() int { return t.keys.len() }

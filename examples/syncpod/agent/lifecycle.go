@@ -21,6 +21,7 @@ import (
 type eventedLifecycle struct {
 	p     *pleg.PLEG
 	cache *statecache.Cache[types.UID, *pleg.PodStatus]
+	keys  *keyCounter // the pods the PLEG holds a cache entry for
 	wake  func(types.UID)
 	log   *zap.Logger
 
@@ -49,7 +50,7 @@ func (o plegObserver) ModeChanged(from, to pleg.Mode, cause error) {
 
 func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	cfg := a.cfg
-	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), wake: a.workers.Wake, log: a.log}
+	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.workers.Wake, log: a.log}
 	threshold := cfg.healthThreshold
 	if threshold == 0 {
 		threshold = cfg.scaled(RelistThreshold)
@@ -58,7 +59,7 @@ func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	if safety == 0 {
 		safety = cfg.scaled(EventedRelistPeriod)
 	}
-	p, err := pleg.New(a.rt, l.cache,
+	p, err := pleg.New(a.rt, countingPLEGCache{l.cache, l.keys},
 		pleg.WithClock(a.clock),
 		pleg.WithLogger(a.log),
 		pleg.WithRelistPeriod(cfg.scaled(RelistPeriod)),
@@ -217,4 +218,28 @@ func (e *expectations) reset() {
 	e.mu.Lock()
 	e.sandboxID, e.started = "", nil
 	e.mu.Unlock()
+}
+
+// countingPLEGCache passes the PLEG's writes to the statecache and counts
+// the keys present, so churn can show the PLEG's entries going away too.
+type countingPLEGCache struct {
+	*statecache.Cache[types.UID, *pleg.PodStatus]
+	keys *keyCounter
+}
+
+var _ pleg.Cache = countingPLEGCache{}
+
+// Set implements pleg.Cache.
+func (c countingPLEGCache) Set(key types.UID, v *pleg.PodStatus, err error, ts time.Time) bool {
+	ok := c.Cache.Set(key, v, err, ts)
+	if ok {
+		c.keys.add(key)
+	}
+	return ok
+}
+
+// Delete implements pleg.Cache.
+func (c countingPLEGCache) Delete(key types.UID) {
+	c.Cache.Delete(key)
+	c.keys.remove(key)
 }

@@ -295,7 +295,7 @@ type Stats struct {
 	MaxRelist     time.Duration
 	PLEGUnhealthy time.Duration
 	Workers       int // live pod workers
-	CacheEntries  int // per-pod entries in the agent's maps and caches
+	CacheEntries  int // per-pod entries in the agent's maps and caches, the PLEG's status cache included
 	// PLEG is the pleg package's counters (syncpod mode only).
 	PLEG pleg.Stats
 }
@@ -320,7 +320,13 @@ func (a *Agent) Stats() Stats {
 	}
 }
 
-func (a *Agent) cacheLen() int { return a.cache.(*trackedStore).len() }
+func (a *Agent) cacheLen() int {
+	n := a.cache.(*trackedStore).len()
+	if a.lifecycle != nil {
+		n += a.lifecycle.keys.len()
+	}
+	return n
+}
 
 // Percentile returns the p-th percentile (0..100) of ds by the
 // nearest-rank method, 0 for an empty slice. ds is not modified.
