@@ -93,6 +93,8 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if _, err := ParseMode(string(cfg.mode)); err != nil {
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
+	cfg.startParallel = max(cfg.startParallel, 1)
+	cfg.pullParallel = max(cfg.pullParallel, 1)
 	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
 		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -279,6 +281,9 @@ func (a *Agent) removeSandbox(ctx context.Context, id string) error {
 // killPod is the worker's termination: remove everything the pod has.
 func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	a.images.forget(pod.UID)
+	// A pod re-added while it is killed starts from nothing.
+	a.expectationsFor(pod.UID).reset()
+	a.backoff.forgetPrefix(string(pod.UID) + "/")
 	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}})
 	if err != nil {
 		a.log.Warn("kill pod: list sandboxes", zap.String("pod", podKey(pod)), zap.Error(err))

@@ -205,3 +205,30 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 }
 
 var _ = crisim.AnnotationExitAfter
+
+// A pod deleted and added again before its kill finished (a manifest
+// renamed, say) comes back: new sandbox, running, reported afresh.
+func TestDeleteThenReAdd(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			rt := scenario.DefaultRuntime(testScale)
+			rt.Images = scenario.Images("app", 1, 1e6)
+			n := startSim(t, rt.Options()...)
+			ev := &events{}
+			a := startAgent(t, n, agent.WithMode(mode), agent.WithTimeScale(testScale), agent.WithEventHook(ev.hook))
+			p := scenario.Pod(scenario.PodOptions{Name: "again", Containers: []string{rt.Images[0].Ref}})
+			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p})
+			waitFor(t, "running", allRunning(a, 1))
+			a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: p})
+			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p})
+			waitFor(t, "killed once and running again", func() bool {
+				return len(ev.find(func(e agent.Event) bool { return e.Type == agent.EventKilled })) == 1 &&
+					len(ev.find(func(e agent.Event) bool { return e.Type == agent.EventRunning })) == 2
+			})
+			sbs, err := n.client.ListPodSandbox(context.Background(), nil)
+			if err != nil || len(sbs) != 1 {
+				t.Fatalf("%d sandboxes (%v), want the new one only", len(sbs), err)
+			}
+		})
+	}
+}

@@ -158,7 +158,12 @@ func (r *podRecords) desire(pod *corev1.Pod, now time.Time, added bool) {
 	rec, _ := r.byUID.LoadOrCompute(pod.UID, func() *podRecord {
 		return &podRecord{uid: pod.UID, created: now, state: PodPending, pod: pod}
 	})
-	r.with(rec.uid, func(rec *podRecord) { rec.pod = pod })
+	r.with(rec.uid, func(rec *podRecord) {
+		rec.pod = pod
+		if rec.state == PodTerminating { // deleted and added again before the kill finished
+			*rec = podRecord{uid: rec.uid, created: now, state: PodPending, pod: pod}
+		}
+	})
 }
 
 func (r *podRecords) terminating(uid types.UID) {
