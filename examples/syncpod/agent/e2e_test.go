@@ -232,3 +232,27 @@ func TestDeleteThenReAdd(t *testing.T) {
 		})
 	}
 }
+
+// Events the runtime never delivers (containerd's per-subscriber buffer
+// overflowing) do not strand a pod: the worker's unmet expectations make it
+// ask the PLEG for a relist of that pod.
+func TestLostEventsDoNotStrandPods(t *testing.T) {
+	rt := scenario.DefaultRuntime(testScale)
+	rt.Images = scenario.Images("app", 2, 1e6)
+	n := startSim(t, rt.Options()...)
+	a := startAgent(t, n, agent.WithTimeScale(testScale))
+	waitFor(t, "PLEG evented", func() bool { return a.Snapshot().PLEGMode == "evented" })
+	n.rt.DropNextEvents(1000)
+	for i := 0; i < 4; i++ {
+		a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: scenario.Pod(scenario.PodOptions{
+			Name: fmt.Sprintf("p%d", i), Init: []string{rt.Images[0].Ref}, InitRun: 10 * time.Millisecond,
+			Containers: []string{rt.Images[1].Ref}})})
+	}
+	waitFor(t, "all pods running without events", allRunning(a, 4))
+	if got := n.rt.Calls("CreateContainer"); got != 8 {
+		t.Errorf("CreateContainer calls = %d, want 8: nothing started twice", got)
+	}
+	if a.Stats().PLEG.PodRelists == 0 {
+		t.Error("no pod relist was asked for")
+	}
+}

@@ -243,3 +243,10 @@ func (c countingPLEGCache) Delete(key types.UID) {
 	c.Cache.Delete(key)
 	c.keys.remove(key)
 }
+
+// outstanding reports whether anything done is not yet seen.
+func (e *expectations) outstanding() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sandboxID != "" || len(e.started) > 0
+}

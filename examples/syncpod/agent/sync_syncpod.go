@@ -13,8 +13,10 @@ import (
 	"github.com/syncpod/syncpod/concurrentstart/podplan"
 )
 
-// syncSyncPod is one sync in syncpod mode. It inspects its own pod on
-// demand (events are only hints), asks for every image of the pod at once
+// syncSyncPod is one sync in syncpod mode. It reads the pod's status from
+// the PLEG's event-fed cache (no List call), folds in what it did itself and
+// the cache does not show yet (expectations; if they stay unmet it asks the
+// PLEG for a relist of this pod), asks for every image of the pod at once
 // without waiting, and starts what it can: the init chain up to the next
 // regular init container (started sidecars gate what follows), then all
 // regular containers concurrently. Whatever waits on an image or on an init
@@ -94,8 +96,10 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		errs = append(errs, err)
 	}
 	res := syncResult{requeueAfter: a.cfg.scaled(ResyncPeriod)}
-	if pending && expectWait < res.requeueAfter {
-		res.requeueAfter = expectWait
+	if exp.outstanding() && expectWait < res.requeueAfter {
+		// Normally an event wakes the worker first; if it was lost, this
+		// sync finds the expectation overdue and asks for a pod relist.
+		res.requeueAfter = expectWait + expectWait/2
 	}
 	if acts.backoffWait > 0 && acts.backoffWait < res.requeueAfter {
 		res.requeueAfter = acts.backoffWait
