@@ -86,6 +86,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.endpoint != "" && o.manifests == "" {
+		return errors.New("--runtime-endpoint needs --manifests: the demo burst runs on the embedded simulated runtime")
+	}
 	defer func() { _ = log.Sync() }()
 
 	var pods []*corev1.Pod

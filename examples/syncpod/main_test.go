@@ -74,4 +74,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	if err := run(context.Background(), options{mode: "syncpod", logLevel: "loud"}, &bytes.Buffer{}); err == nil {
 		t.Error("unknown log level accepted")
 	}
+	if err := run(context.Background(), options{mode: "syncpod", logLevel: "info", endpoint: "unix:///nowhere"}, &bytes.Buffer{}); err == nil {
+		t.Error("a real runtime without manifests accepted")
+	}
 }
