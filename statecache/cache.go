@@ -29,8 +29,12 @@ import (
 // first use.
 type Cache[K comparable, V any] struct {
 	entries *xsync.MapOf[K, *entry[V]]
-	global  globalTime
-	subs    subscribers[K, V]
+	// live counts the entries holding a record, for Len. It is striped so
+	// that creating and deleting keys from many goroutines does not make
+	// them contend on one cache line.
+	live   *xsync.Counter
+	global globalTime
+	subs   subscribers[K, V]
 }
 
 // record is one stored value with its error and modification time. Records
@@ -75,7 +79,7 @@ func New[K comparable, V any](opts ...Option) *Cache[K, V] {
 	} else {
 		m = xsync.NewMapOf[K, *entry[V]]()
 	}
-	return &Cache[K, V]{entries: m}
+	return &Cache[K, V]{entries: m, live: xsync.NewCounter()}
 }
 
 // Get returns the value and error stored for key. It never blocks and takes
@@ -112,11 +116,15 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 			e.mu.Unlock()
 			continue // deleted meanwhile: use the key's new entry
 		}
-		if old := e.rec.Load(); old != nil && old.modified.After(timestamp) {
+		old := e.rec.Load()
+		if old != nil && old.modified.After(timestamp) {
 			e.mu.Unlock()
 			return false
 		}
 		e.rec.Store(rec)
+		if old == nil {
+			c.live.Inc()
+		}
 		changed := e.changed
 		e.changed = nil
 		e.mu.Unlock()
@@ -149,6 +157,9 @@ func (c *Cache[K, V]) Delete(key K) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		removed = e.rec.Swap(nil)
+		if removed != nil {
+			c.live.Dec()
+		}
 		changed, e.changed = e.changed, nil
 		if e.waiters == 0 {
 			e.dead = true

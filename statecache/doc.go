@@ -40,7 +40,9 @@
 // lock, so a change either is seen by the check or sees the registration.
 //
 // Subscribe adds a callback run after each accepted Set and each Delete,
-// outside every lock.
+// outside every lock. Len counts the keys with an entry, without a lock;
+// Range visits every entry (a virtual-kubelet provider's GetPods), calling
+// its callback outside every lock, so the callback may use the cache.
 //
 // # Memo
 //

@@ -3,6 +3,7 @@ package statecache_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
@@ -52,6 +53,27 @@ func ExampleCache_GetNewerThan() {
 	<-done
 	// Output:
 	// Running <nil>
+}
+
+// A virtual-kubelet provider's GetPods lists every cached pod. Range visits
+// entries in no particular order, so sort for stable output.
+func ExampleCache_Range() {
+	c := statecache.New[string, *PodStatus]()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.Set("pod-b", &PodStatus{Phase: "Pending"}, nil, t0)
+	c.Set("pod-a", &PodStatus{Phase: "Running"}, nil, t0)
+	c.Set("pod-c", &PodStatus{Phase: "Running"}, nil, t0)
+	c.Delete("pod-c")
+
+	var pods []string
+	c.Range(func(uid string, st *PodStatus, err error, modified time.Time) bool {
+		pods = append(pods, uid+" "+st.Phase)
+		return true // false stops the walk
+	})
+	slices.Sort(pods)
+	fmt.Println(c.Len(), pods)
+	// Output:
+	// 2 [pod-a Running pod-b Pending]
 }
 
 func ExampleMemo() {
