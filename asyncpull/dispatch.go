@@ -159,6 +159,7 @@ func (s *Scheduler) startLocked(o *op, now time.Time) Event {
 	ctx, cancel := context.WithCancelCause(s.baseCtx)
 	o.cancel = cancel
 	s.runningOps[o] = struct{}{}
+	s.counts.pullsStarted++
 	s.perRegistry[o.registry]++
 	if o.large {
 		s.largeRunning++
@@ -196,6 +197,7 @@ func (s *Scheduler) runPull(ctx context.Context, o *op) {
 	cause := context.Cause(ctx)
 	fin := Event{Kind: EventPullFinished, Image: o.key.image, Registry: o.registry, Duration: dur, Size: size, Waiters: len(o.waiters)}
 	if err == nil {
+		s.counts.pullsSucceeded++
 		events = append(events, fin)
 		rec := s.records[o.key.image]
 		if rec == nil {
@@ -219,6 +221,7 @@ func (s *Scheduler) runPull(ctx context.Context, o *op) {
 	case errors.Is(cause, ErrTimeout):
 		err = errors.Join(ErrTimeout, err)
 	}
+	s.counts.pullsFailed++
 	class := classify(err)
 	perr := &PullError{Image: o.key.image, Class: class, Err: err}
 	fin.Err = perr

@@ -60,7 +60,9 @@
 //   - Time (QPS, back-off and its wake-ups, aging, deadlines) comes from an injectable
 //     k8s.io/utils/clock.
 //   - Observability: WithObserver receives queue waits, pull durations, sizes, dedupe hits,
-//     back-offs and cancellations; WithLogger logs with zap. Credentials never appear in logs,
+//     back-offs and cancellations; Stats returns a consistent snapshot of the queue, running
+//     pulls, waiting pods and back-offs with cumulative counters, for a progress line or a
+//     metrics exporter; WithLogger logs with zap. Credentials never appear in logs,
 //     errors, events or in Request's String, GoString, JSON and zap encodings.
 //   - Close cancels everything, waits for every goroutine the scheduler started and is
 //     idempotent; later calls return ErrClosed.

@@ -2,10 +2,13 @@ package asyncpull_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/syncpod/syncpod/asyncpull"
 )
@@ -75,4 +78,26 @@ func ExampleScheduler_Subscribe() {
 	fmt.Println(s.Ensure(context.Background(), req).State)
 	// Output:
 	// Present
+}
+
+// A progress line or a metrics exporter reads Stats: one consistent snapshot, cheap enough to
+// take on every scrape.
+func ExampleScheduler_Stats() {
+	runtime := critest.NewFakeImageService()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := asyncpull.New(runtime, asyncpull.WithClock(clk))
+	defer s.Close()
+	ctx := context.Background()
+
+	_, _ = s.Wait(ctx, asyncpull.Request{Image: "nginx", PodUID: "pod-1"})
+	runtime.InjectError("PullImage", errors.New("manifest unknown"))
+	_, _ = s.Wait(ctx, asyncpull.Request{Image: "registry.example/missing:v1", PodUID: "pod-2"})
+
+	st := s.Stats()
+	fmt.Printf("queued %d, pulling %d, pods waiting %d, images in back-off %d\n",
+		st.Queued+st.Checking, st.Running, st.PodsWaiting, st.ImagesInBackOff)
+	fmt.Printf("pulls: %d started, %d succeeded, %d failed\n", st.PullsStarted, st.PullsSucceeded, st.PullsFailed)
+	// Output:
+	// queued 0, pulling 0, pods waiting 0, images in back-off 1
+	// pulls: 2 started, 1 succeeded, 1 failed
 }

@@ -58,6 +58,7 @@ type Scheduler struct {
 	dirtySet     map[types.UID]struct{}
 	retryDue     map[types.UID]map[backoffKey]time.Time // back-offs ended since the pod last asked
 	lastGC       time.Time
+	counts       counters // cumulative fields of Stats
 }
 
 type opKey struct {
@@ -334,6 +335,7 @@ func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waite
 		if policy == PullAlways && o.phase == phaseInspect {
 			o.forcePull = true
 		}
+		s.counts.dedupeHits++
 		events = append(events, Event{Kind: EventDedupe, Image: o.key.image, Registry: o.registry, Waiters: len(o.waiters)})
 		return o.progress(), o, w
 	}
@@ -432,6 +434,7 @@ func (s *Scheduler) abandonLocked(o *op) []Event {
 	if o.finished {
 		return nil
 	}
+	s.counts.canceled++
 	ev := Event{Kind: EventCanceled, Image: o.key.image, Registry: o.registry}
 	s.log.Debug("pull abandoned: no waiters", s.fields(o)...)
 	if o.phase == phaseQueued {
