@@ -43,8 +43,16 @@ type Memo[K ~string, V any] struct {
 	group   singleflight.Group
 
 	// epoch counts invalidations; a load that overlaps one does not store
-	// its (possibly stale) result.
+	// its (possibly stale) result. It is incremented only while holding
+	// storeLock, and a load checks it and stores while holding storeLock,
+	// so no Invalidate can slip between that check and the store.
 	epoch atomic.Uint64
+	// storeLock is a one-slot channel used as a mutex. A channel rather
+	// than a sync.Mutex because a goroutine waiting on it is durably
+	// blocked under testing/synctest, which lets tests force Invalidate
+	// into a load's store. It is taken only by Invalidate and by a load
+	// storing its result, never on the hit path.
+	storeLock chan struct{}
 
 	base   context.Context
 	cancel context.CancelFunc
@@ -52,6 +60,10 @@ type Memo[K ~string, V any] struct {
 	mu     sync.Mutex // guards closed and loads.Add
 	closed bool
 	loads  sync.WaitGroup
+
+	// beforeStore, if set (by tests), is called with storeLock held
+	// after the epoch check and before the store.
+	beforeStore func()
 }
 
 // Loader looks up the value for key. It must honour ctx.
@@ -89,11 +101,12 @@ func NewMemo[K ~string, V any](load Loader[K, V], opts ...MemoOption) (*Memo[K, 
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Memo[K, V]{
-		load:    load,
-		opts:    o,
-		results: cache.NewLRUExpireCacheWithClock(o.maxEntries, o.clock),
-		base:    base,
-		cancel:  cancel,
+		load:      load,
+		opts:      o,
+		results:   cache.NewLRUExpireCacheWithClock(o.maxEntries, o.clock),
+		storeLock: make(chan struct{}, 1),
+		base:      base,
+		cancel:    cancel,
 	}, nil
 }
 
@@ -127,8 +140,11 @@ func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
 
 // Invalidate forgets the result for key, so the next Get loads again. A load
 // in flight when Invalidate is called does not store its result, and later
-// Gets do not join it.
+// Gets do not join it. Once Invalidate returns, no result loaded before it
+// is served.
 func (m *Memo[K, V]) Invalidate(key K) {
+	m.storeLock <- struct{}{}
+	defer func() { <-m.storeLock }()
 	m.epoch.Add(1)
 	m.group.Forget(string(key))
 	m.results.Remove(key)
@@ -179,16 +195,32 @@ func (m *Memo[K, V]) loadAndStore(key K) (res memoResult[V]) {
 	if res.err != nil {
 		res.err = fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), res.err)
 	}
-	if m.epoch.Load() != epoch {
-		return res
-	}
+	m.store(key, res, epoch)
+	return res
+}
+
+// store remembers res for key unless an Invalidate came after the load read
+// epoch. The check and the Add happen under storeLock, which Invalidate also
+// takes: checked outside it, an Invalidate between the check and the Add
+// would be missed and the stale result served for a whole TTL.
+func (m *Memo[K, V]) store(key K, res memoResult[V], epoch uint64) {
+	ttl := m.opts.ttl
 	switch {
 	case res.err == nil:
-		m.results.Add(key, res, m.opts.ttl)
 	case m.opts.negativeTTL > 0 && !isContextError(res.err):
-		m.results.Add(key, res, m.opts.negativeTTL)
+		ttl = m.opts.negativeTTL
+	default:
+		return
 	}
-	return res
+	m.storeLock <- struct{}{}
+	defer func() { <-m.storeLock }()
+	if m.epoch.Load() != epoch {
+		return
+	}
+	if m.beforeStore != nil {
+		m.beforeStore()
+	}
+	m.results.Add(key, res, ttl)
 }
 
 // callLoader calls the loader, turning a panic into an error.
