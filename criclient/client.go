@@ -176,7 +176,14 @@ func parseEndpoint(endpoint string) (string, error) {
 // Close stops background snapshot refreshes, waits for them (or for ctx to
 // end) and closes the gRPC connections. Calls made after Close fail with
 // ErrClosed. Close is idempotent: later calls return the first call's result.
+//
+// A nil ctx is treated as context.Background(): Close then waits for the
+// refreshes without a bound. Close releases resources, so refusing a nil
+// ctx with an error would leave the connections open.
 func (c *Client) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.lifeMu.Lock()

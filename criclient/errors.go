@@ -57,6 +57,8 @@ func (e *CallError) Error() string {
 	return fmt.Sprintf("criclient: %s: %v", e.Method, e.Err)
 }
 
+var _ error = (*CallError)(nil)
+
 // Unwrap returns the underlying error.
 func (e *CallError) Unwrap() error { return e.Err }
 

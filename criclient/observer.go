@@ -38,7 +38,11 @@ type CallInfo struct {
 
 // ObserverFuncs adapts two functions to an Observer; a nil func is skipped.
 type ObserverFuncs struct {
+	// Admitted, if not nil, is called by CallAdmitted: once per call, when
+	// it has been admitted and is about to be sent to the runtime.
 	Admitted func(CallInfo)
+	// Finished, if not nil, is called by CallFinished: once per admitted
+	// call, when the runtime has answered or the call has failed.
 	Finished func(CallInfo)
 }
 
@@ -63,5 +67,9 @@ func (f ObserverFuncs) CallFinished(info CallInfo) {
 // without a runtime call, with the snapshot's age (counted from the start of
 // the refresh that produced it). Hits over hits+calls is the hit ratio.
 type SnapshotObserver interface {
+	// SnapshotServed is called once per List answered from a snapshot;
+	// method is the CRI method name ("ListPodSandbox", "ListContainers")
+	// and age is how old the snapshot was when served, counted from the
+	// start of the refresh that produced it.
 	SnapshotServed(method string, age time.Duration)
 }

@@ -42,8 +42,14 @@ func AuthField(key string, auth *runtimeapi.AuthConfig) zap.Field {
 	return zap.Object(key, redactedAuth{RedactAuth(auth)})
 }
 
+// redactedAuth logs an already redacted AuthConfig field by field. It must
+// implement zapcore.ObjectMarshaler: otherwise zap.Object would not compile,
+// and zap.Any would fall back to the generated String, which prints secrets.
 type redactedAuth struct{ a *runtimeapi.AuthConfig }
 
+var _ zapcore.ObjectMarshaler = redactedAuth{}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
 func (r redactedAuth) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	if r.a == nil {
 		return nil
