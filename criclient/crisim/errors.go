@@ -37,6 +37,8 @@ type Error struct {
 	Msg    string     // what went wrong, with the ids involved
 }
 
+var _ error = (*Error)(nil)
+
 // Error formats the method, the kind and the message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("crisim %s: %s: %s", e.Method, e.Kind, e.Msg)

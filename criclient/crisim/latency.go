@@ -9,6 +9,9 @@ import (
 // Latency is a distribution of call latencies. Sample is called with the
 // runtime's seeded random source, one call at a time.
 type Latency interface {
+	// Sample draws one latency from rng. It must use rng, not a global
+	// source, so that a runtime with a fixed seed is reproducible; a
+	// negative result is treated as no delay.
 	Sample(rng *rand.Rand) time.Duration
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -56,44 +57,64 @@ func TestStoreLockInvariants(t *testing.T) {
 }
 
 func TestStoreLockPhaseFair(t *testing.T) {
-	var l storeLock
-	ctx := context.Background()
-	if err := l.acquire(ctx, groupMutation); err != nil { // M1 holds
-		t.Fatal(err)
-	}
-	listIn := make(chan struct{})
-	go func() {
-		l.acquire(ctx, groupList)
-		close(listIn)
-	}()
-	waitWaiting := func(g lockGroup, n int) {
-		t.Helper()
-		for {
+	// In a synctest bubble, synctest.Wait returns once every goroutine is
+	// blocked on a channel (a waiter on its ready channel) or has returned,
+	// so each check below sees the lock settled: no polling, and a waiter
+	// that was wrongly let in has closed its channel before the check.
+	synctest.Test(t, func(t *testing.T) {
+		var l storeLock
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		waiting := func(g lockGroup) int {
 			l.mu.Lock()
-			got := len(l.waiting[g])
-			l.mu.Unlock()
-			if got == n {
-				return
-			}
-			time.Sleep(time.Millisecond)
+			defer l.mu.Unlock()
+			return len(l.waiting[g])
 		}
-	}
-	waitWaiting(groupList, 1)
-	// A mutation arriving behind a waiting List waits, though mutations hold.
-	mIn := make(chan struct{})
-	go func() {
-		l.acquire(ctx, groupMutation)
-		close(mIn)
-	}()
-	waitWaiting(groupMutation, 1)
-	l.release() // M1 leaves: the List goes first
-	<-listIn
-	select {
-	case <-mIn:
-		t.Fatal("mutation got the store while a List held it")
-	default:
-	}
-	l.release() // the List leaves: the mutation goes
-	<-mIn
-	l.release()
+		closed := func(ch chan struct{}) bool {
+			select {
+			case <-ch:
+				return true
+			default:
+				return false
+			}
+		}
+		if err := l.acquire(ctx, groupMutation); err != nil { // M1 holds
+			t.Fatal(err)
+		}
+		listIn := make(chan struct{})
+		var listInErr error // read only after listIn is closed
+		go func() {
+			listInErr = l.acquire(ctx, groupList)
+			close(listIn)
+		}()
+		synctest.Wait()
+		if closed(listIn) || waiting(groupList) != 1 {
+			t.Fatalf("List behind a mutation: in %v, waiting Lists %d; want it waiting", closed(listIn), waiting(groupList))
+		}
+		// A mutation arriving behind a waiting List waits, though mutations hold.
+		mIn := make(chan struct{})
+		var mInErr error // read only after mIn is closed
+		go func() {
+			mInErr = l.acquire(ctx, groupMutation)
+			close(mIn)
+		}()
+		synctest.Wait()
+		if closed(mIn) || waiting(groupMutation) != 1 {
+			t.Fatalf("mutation behind a waiting List: in %v, waiting mutations %d; want it waiting", closed(mIn), waiting(groupMutation))
+		}
+		l.release() // M1 leaves: the List goes first
+		synctest.Wait()
+		if !closed(listIn) || listInErr != nil {
+			t.Fatalf("List not admitted when the mutation holding the store left (in %v, err %v)", closed(listIn), listInErr)
+		}
+		if closed(mIn) {
+			t.Fatal("mutation got the store while a List held it")
+		}
+		l.release() // the List leaves: the mutation goes
+		synctest.Wait()
+		if !closed(mIn) || mInErr != nil {
+			t.Fatalf("mutation not admitted when the List left (in %v, err %v)", closed(mIn), mInErr)
+		}
+		l.release()
+	})
 }
