@@ -143,3 +143,5 @@ func (e *BackOffError) Error() string {
 
 // Unwrap returns the last pull error.
 func (e *BackOffError) Unwrap() error { return e.Err }
+
+var _ error = (*BackOffError)(nil)

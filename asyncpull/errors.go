@@ -80,6 +80,11 @@ func (e *RequestError) Error() string {
 // Unwrap returns the wrapped errors.
 func (e *RequestError) Unwrap() error { return e.Err }
 
+var (
+	_ error = (*PullError)(nil)
+	_ error = (*RequestError)(nil)
+)
+
 // classify maps a runtime error to one of the class sentinels. gRPC codes win; containerd
 // reports most registry failures as codes.Unknown, so its well-known messages are recognised
 // too.

@@ -61,6 +61,17 @@ type Request struct {
 	SizeHint int64
 }
 
+// Request prints without credentials through every path a caller may use:
+// %v/%s, %#v, encoding/json and zap. Each check below keeps its method from
+// silently dropping out (a changed receiver or signature would make that path
+// fall back to printing the Auth field).
+var (
+	_ fmt.Stringer            = Request{}
+	_ fmt.GoStringer          = Request{}
+	_ json.Marshaler          = Request{}
+	_ zapcore.ObjectMarshaler = Request{}
+)
+
 // String implements fmt.Stringer without credentials.
 func (r Request) String() string {
 	return fmt.Sprintf("Request{Image:%q PullPolicy:%s Auth:%s PodUID:%s Priority:%d SizeHint:%d}",
