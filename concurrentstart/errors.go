@@ -13,6 +13,11 @@ import (
 // *InvalidOptionError.
 var ErrInvalidPlan = errors.New("concurrentstart: invalid plan")
 
+// ErrNilContext is returned by Plan.Run when called with a nil context.
+// It is a misuse of Run, not a property of the plan, so it does not match
+// ErrInvalidPlan. No node function is called.
+var ErrNilContext = errors.New("concurrentstart: Plan.Run: nil context")
+
 // InvalidNodeError reports a node that cannot be run: an empty name or a nil
 // Start function.
 type InvalidNodeError struct {

@@ -85,8 +85,12 @@ type run struct {
 // Canceled at once, in-flight functions see their context canceled, and Run
 // returns as soon as they return.
 //
-// The error is nil if every node Succeeded, otherwise a *RunError.
+// The error is nil if every node Succeeded, otherwise a *RunError. A nil
+// ctx returns an empty Report and ErrNilContext without calling anything.
 func (p *Plan) Run(ctx context.Context) (Report, error) {
+	if ctx == nil {
+		return Report{}, ErrNilContext
+	}
 	n := len(p.nodes)
 	r := &run{
 		p:       p,

@@ -261,6 +261,27 @@ func TestRunAlreadyCanceled(t *testing.T) {
 	}
 }
 
+// TestRunNilContext: a nil context is refused with ErrNilContext, not a
+// panic, and no node function runs.
+func TestRunNilContext(t *testing.T) {
+	var called atomic.Bool
+	p, err := cs.New([]cs.Node{{Name: "a", Start: func(context.Context) error { called.Store(true); return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	//nolint:staticcheck // a nil context is the input under test
+	rep, err := p.Run(nil)
+	if !errors.Is(err, cs.ErrNilContext) || errors.Is(err, cs.ErrInvalidPlan) {
+		t.Fatalf("Run(nil) err = %v, want ErrNilContext (and not ErrInvalidPlan)", err)
+	}
+	if called.Load() || len(rep.Results) != 0 {
+		t.Fatalf("Run(nil): called %v, report %+v; want nothing run", called.Load(), rep)
+	}
+	if _, ok := rep.Result("a"); ok {
+		t.Fatal("Run(nil) report has a result for a")
+	}
+}
+
 // TestRunCanceledBetweenPhases: the run is canceled after Start returned
 // nil; the Ready function is not called and the node is Canceled with
 // Reached = Started.
