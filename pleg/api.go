@@ -12,29 +12,55 @@ import (
 // Runtime is the part of the CRI runtime service the PLEG uses. Its methods
 // have exactly the signatures of k8s.io/cri-api/pkg/apis.RuntimeService, so
 // a criclient.Client, cri-api's FakeRuntimeService and cri-client's remote
-// runtime all satisfy it.
-//
-// GetContainerEvents must return once ctx is cancelled; the PLEG waits for it
-// on Stop. A runtime without an event stream may return an error (or nil)
-// at once: the PLEG then keeps relisting at the normal period.
+// runtime all satisfy it. The PLEG calls them from several goroutines at
+// once, never under its locks, each with a context bounded by
+// WithRelistTimeout (GetContainerEvents: until Stop).
 type Runtime interface {
+	// ListPodSandbox returns the sandboxes matching filter. The PLEG passes
+	// a nil filter (every sandbox): relists, pod relists and probes.
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	// ListContainers returns the containers matching filter: every
+	// container (nil filter) in a full relist, one sandbox's containers
+	// (PodSandboxId) in a pod relist.
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	// PodSandboxStatus returns one sandbox's status (the PLEG asks without
+	// verbose info). A gRPC NotFound error means the sandbox is gone.
 	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	// ContainerStatus returns one container's status (the PLEG asks without
+	// verbose info). A gRPC NotFound error means the container is gone.
 	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	// GetContainerEvents streams the runtime's container events into
+	// containerEventsCh and calls connectionEstablishedCallback once the
+	// stream is up. It must return once ctx is cancelled: the PLEG waits
+	// for it on Stop. A return (with an error or nil), or closing
+	// containerEventsCh, ends the stream: the PLEG falls back to relisting
+	// and calls it again after a backoff. A runtime without an event stream
+	// may return at once: the PLEG then keeps relisting at the normal
+	// period.
 	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
 }
 
 // Cache is the pod status cache the PLEG writes. A
 // statecache.Cache[types.UID, *pleg.PodStatus] satisfies it.
 //
-// Set stores value and err for key with modified time ts and reports whether
-// it did: an implementation refuses (returns false) when it holds an entry
-// modified after ts. UpdateTime sets the cache's global time: "every entry
-// reflects every change that happened before ts".
+// The PLEG calls its methods one at a time, outside its locks, in the order
+// its records changed, and before it delivers the events of the same
+// change on Watch(). An implementation (a statecache subscriber, say) may
+// therefore call RequestRelist, Healthy, Stats and Mode; it must not call
+// Stop, which waits for the goroutine calling it, nor wait for the PLEG to
+// write something else, which that goroutine would do next.
 type Cache interface {
+	// Set stores value and err for key with modified time ts and reports
+	// whether it did. It must refuse (return false) when it holds an entry
+	// for key modified after ts, so an older status never replaces a newer
+	// one; an equal ts overwrites. err is non-nil (an *InspectError, value
+	// holding only the pod's identity) when inspecting the pod failed.
 	Set(key types.UID, value *PodStatus, err error, ts time.Time) bool
+	// Delete removes key's entry: the pod no longer exists in the runtime.
 	Delete(key types.UID)
+	// UpdateTime sets the cache's global time: "every entry reflects every
+	// change that happened before ts". The PLEG calls it only after a full
+	// relist, after that relist's Sets and Deletes.
 	UpdateTime(ts time.Time)
 }
 

@@ -113,6 +113,9 @@
 // with cri-api's signatures. Containers are attributed to the pod of their
 // sandbox (its metadata uid) or, without a listed sandbox, to their
 // io.kubernetes.pod.uid label. Cache is Set/Delete/UpdateTime;
-// statecache.Cache[types.UID, *pleg.PodStatus] is one. The PLEG assumes the
-// runtime's clock (event CreatedAt) and its own agree, as on one node.
+// statecache.Cache[types.UID, *pleg.PodStatus] is one. The PLEG calls the
+// Cache one call at a time and never under its own locks, so a statecache
+// subscriber (run inside Set and Delete) may call RequestRelist, Healthy,
+// Stats or Mode; it must not call Stop. The PLEG assumes the runtime's
+// clock (event CreatedAt) and its own agree, as on one node.
 package pleg

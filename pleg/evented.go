@@ -184,7 +184,12 @@ func (p *PLEG) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	}
 	now := p.clock.Now()
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.handleEventLocked(ev, now)
+	p.mu.Unlock()
+	p.flush()
+}
+
+func (p *PLEG) handleEventLocked(ev *runtimeapi.ContainerEventResponse, now time.Time) {
 	p.streamConnectedLocked() // for a runtime that never calls the callback
 	p.stats.RuntimeEvents++
 	p.markActiveLocked(now)

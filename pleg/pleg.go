@@ -3,7 +3,6 @@ package pleg
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ type PLEG struct {
 
 	relistMu    sync.Mutex // one full relist at a time
 	podRelistMu sync.Mutex // one pod relist at a time
+	flushMu     sync.Mutex // one flush at a time; never taken under mu
 
 	mu         sync.Mutex
 	pods       map[types.UID]*podRecord
@@ -34,7 +34,8 @@ type PLEG struct {
 	seq        uint64               // observation sequence
 	reinspect  map[types.UID]struct{}
 	pending    map[types.UID]struct{}
-	dirty      map[types.UID]uint64 // pods owed a PodSync → drop generation
+	dirty      dirtyQueue   // pods owed a PodSync
+	outbox     []outboxItem // cache writes and events to carry out (flush)
 	mode       Mode
 	streamUp   bool
 	streamGen  uint64 // bumped on every connect
@@ -107,7 +108,7 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 		tombstones: map[string]time.Time{},
 		reinspect:  map[types.UID]struct{}{},
 		pending:    map[types.UID]struct{}{},
-		dirty:      map[types.UID]uint64{},
+		dirty:      newDirtyQueue(),
 		wakeRelist: make(chan struct{}, 1),
 		wakePods:   make(chan struct{}, 1),
 		wakeResync: make(chan struct{}, 1),
@@ -306,25 +307,24 @@ func (p *PLEG) commitLocked(rec *podRecord, changes []change) []Event {
 	return evs
 }
 
-// forgetLocked drops a pod without entities and deletes its cache entry,
-// unless something newer than seq touched it.
+// forgetLocked drops a pod without entities and queues the deletion of its
+// cache entry, unless something newer than seq touched it.
 func (p *PLEG) forgetLocked(rec *podRecord, touchedAfter bool) {
 	if rec == nil || len(rec.entities) > 0 || touchedAfter {
 		return
 	}
 	delete(p.pods, rec.uid)
 	delete(p.reinspect, rec.uid)
-	p.cache.Delete(rec.uid)
+	p.deleteLocked(rec.uid)
 }
 
-// writeStatusLocked writes st to the cache and remembers the newest status
-// written for the pod (the base the event path merges into).
-func (p *PLEG) writeStatusLocked(rec *podRecord, st *PodStatus) bool {
-	ok := p.cache.Set(rec.uid, st, nil, st.Timestamp)
+// writeStatusLocked queues the cache write of st and remembers the newest
+// status written for the pod (the base the event path merges into).
+func (p *PLEG) writeStatusLocked(rec *podRecord, st *PodStatus) {
+	p.setLocked(rec.uid, st, nil, st.Timestamp)
 	if rec.status == nil || !st.Timestamp.Before(rec.status.Timestamp) {
 		rec.status = st
 	}
-	return ok
 }
 
 // verifyLocked checks that the newest status written for rec agrees with
@@ -368,76 +368,6 @@ func statusAgrees(rec *podRecord) bool {
 		n++
 	}
 	return n == len(rec.entities)
-}
-
-// publishLocked delivers evs without blocking. An event that does not fit
-// is counted and its pod is owed a PodSync (resyncLoop delivers it).
-func (p *PLEG) publishLocked(evs []Event) {
-	if p.closed {
-		return
-	}
-	for _, ev := range evs {
-		if ev.Type == ContainerChanged && !p.cfg.changed {
-			continue
-		}
-		select {
-		case p.ch <- ev:
-			p.stats.Delivered++
-		default:
-			p.stats.Dropped++
-			p.dirty[ev.ID]++
-			signal(p.wakeResync)
-			dropped := ev
-			obs := p.cfg.observer
-			p.notes.post(func() { obs.EventDropped(dropped) })
-			p.log.Warn("pleg event channel full; pod owed a PodSync", zap.String("pod", string(ev.ID)), zap.String("type", string(ev.Type)), zap.String("id", ev.Data))
-		}
-	}
-}
-
-// resyncLoop delivers one PodSync per pod whose event was dropped. It
-// blocks on the channel (it is the only sender that does), so a PodSync is
-// never dropped; several drops for one pod before delivery share one PodSync.
-func (p *PLEG) resyncLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.wakeResync:
-		}
-		for {
-			p.mu.Lock()
-			uid, gen, ok := p.nextDirtyLocked()
-			p.mu.Unlock()
-			if !ok {
-				break
-			}
-			select {
-			case p.ch <- Event{ID: uid, Type: PodSync}:
-			case <-ctx.Done():
-				return
-			}
-			p.mu.Lock()
-			p.stats.Delivered++
-			p.stats.PodSyncs++
-			if p.dirty[uid] == gen {
-				delete(p.dirty, uid)
-			}
-			p.mu.Unlock()
-		}
-	}
-}
-
-func (p *PLEG) nextDirtyLocked() (types.UID, uint64, bool) {
-	if len(p.dirty) == 0 {
-		return "", 0, false
-	}
-	uids := make([]types.UID, 0, len(p.dirty))
-	for uid := range p.dirty {
-		uids = append(uids, uid)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	return uids[0], p.dirty[uids[0]], true
 }
 
 // setModeLocked changes the mode and notifies the observer.

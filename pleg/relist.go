@@ -177,8 +177,8 @@ func (p *PLEG) inspectAll(ctx context.Context, obs []*podObservation, ts time.Ti
 }
 
 // commitInspectionLocked applies an inspection: on success the pod's
-// changes are committed, the cache written with ts and the events
-// returned; on failure the error is cached, the pod is remembered for
+// changes are committed, the cache write with ts queued and the events
+// returned; on failure the error is queued for the cache, the pod is remembered for
 // reinspection and nothing is committed (its events are recomputed next
 // time).
 func (p *PLEG) commitInspectionLocked(in inspection, ts time.Time) []Event {
@@ -187,7 +187,7 @@ func (p *PLEG) commitInspectionLocked(in inspection, ts time.Time) []Event {
 	if in.err != nil {
 		p.stats.InspectionFailures++
 		p.reinspect[uid] = struct{}{}
-		p.cache.Set(uid, &PodStatus{ID: uid, Name: in.obs.name, Namespace: in.obs.namespace, Timestamp: ts}, in.err, ts)
+		p.setLocked(uid, &PodStatus{ID: uid, Name: in.obs.name, Namespace: in.obs.namespace, Timestamp: ts}, in.err, ts)
 		p.log.Warn("pleg pod inspection failed; retrying next relist", zap.String("pod", string(uid)), zap.Error(in.err))
 		return nil
 	}
@@ -293,6 +293,7 @@ func (p *PLEG) relist(ctx context.Context) error {
 	}
 	p.publishLocked(evs)
 	p.mu.Unlock()
+	p.flush()
 
 	results := p.inspectAll(ctx, toInspect, start)
 	if parent.Err() != nil {
@@ -311,11 +312,15 @@ func (p *PLEG) relist(ctx context.Context) error {
 		n += len(e)
 		p.publishLocked(e)
 	}
-	p.cache.UpdateTime(start)
+	p.updateTimeLocked(start) // after the relist's own writes
+	p.gcTombstonesLocked()
+	p.mu.Unlock()
+	p.flush()
+
+	p.mu.Lock()
 	p.markActiveLocked(start)
 	p.relistErr = nil
 	p.stats.Relists++
-	p.gcTombstonesLocked()
 	p.mu.Unlock()
 	p.notify(RelistResult{Kind: RelistFull, Start: start, Duration: p.clock.Since(start), Inspected: len(results), Failed: failed, Events: n})
 	return nil
@@ -452,6 +457,10 @@ func (p *PLEG) relistPods(ctx context.Context, uids []types.UID) error {
 		n += len(e)
 		p.publishLocked(e)
 	}
+	p.mu.Unlock()
+	p.flush()
+
+	p.mu.Lock()
 	p.markActiveLocked(start)
 	p.stats.PodRelists++
 	p.mu.Unlock()
