@@ -11,8 +11,9 @@
 // # Use
 //
 //	c, _ := criclient.Dial(ctx, "unix:///run/containerd/containerd.sock")
-//	v := runtimeview.New(c, runtimeview.WithRelistPeriod(time.Second),
+//	v, err := runtimeview.New(c, runtimeview.WithRelistPeriod(time.Second),
 //		runtimeview.WithMaxStaleness(10*time.Second))
+//	if err != nil { ... } // *ConfigError: nil source or an invalid option
 //	defer v.Close()
 //
 //	id, err := c.RunPodSandbox(ctx, cfg, "")
@@ -59,6 +60,12 @@
 //     relists, and Subscribe waits until the stream is open again, so no
 //     subscription ever has a silent gap.
 //   - Close ends everything and waits for every goroutine.
+//   - Bad input is an error, never a panic: New rejects a nil Source or an
+//     invalid option value with *ConfigError before starting anything;
+//     reads and Subscribe reject a nil context with ErrNilContext. A read
+//     or Subscribe whose context ends returns an error for which
+//     errors.Is(err, ctx.Err()) holds and whose gRPC code is Canceled or
+//     DeadlineExceeded, as a gRPC server would report it.
 //
 // # How it beats the kubelet
 //

@@ -1,6 +1,7 @@
 package runtimeview
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +25,32 @@ var (
 	// stream breaks (the runtime restarted or stopped answering): events of
 	// the gap are unknown, so subscribers must resubscribe and relist.
 	ErrUpstreamLost = errors.New("runtimeview: runtime event stream lost")
+
+	// ErrNilContext is returned by reads and Subscribe given a nil
+	// context, which cannot bound how long they wait.
+	ErrNilContext = errors.New("runtimeview: nil context")
 )
+
+var (
+	_ error = (*StaleError)(nil)
+	_ error = (*ConfigError)(nil)
+	_ error = (*contextError)(nil)
+)
+
+// ConfigError is returned by New for a nil Source or an option given an
+// invalid value. Nothing was started.
+type ConfigError struct {
+	// Option names what was rejected: "Source", the option's function
+	// ("WithRelistPeriod"), or "opts[i]" for a nil Option.
+	Option string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	return "runtimeview: New: " + e.Option + ": " + e.Reason
+}
 
 // StaleError is returned by reads (and Health) when the view cannot prove
 // its data is within the staleness bound: the last successful relist
@@ -55,4 +81,42 @@ func (e *StaleError) Unwrap() error { return e.LastErr }
 // kubelet) treats it as a runtime that does not answer.
 func (e *StaleError) GRPCStatus() *status.Status {
 	return status.New(codes.Unavailable, e.Error())
+}
+
+// contextError is a read or Subscribe ended by its caller's context. It
+// unwraps to ctx.Err(), so errors.Is(err, context.Canceled) holds, and its
+// gRPC code is the one a gRPC server gives that context error (Canceled or
+// DeadlineExceeded), so a CRI server can return it as it is. detail, when
+// set, says what the view was waiting for (a *StaleError before the first
+// relist) and is unwrapped too.
+type contextError struct {
+	op     string
+	err    error // ctx.Err()
+	detail error
+}
+
+func newContextError(ctx context.Context, op string, detail error) *contextError {
+	return &contextError{op: op, err: ctx.Err(), detail: detail}
+}
+
+// Error implements error.
+func (e *contextError) Error() string {
+	if e.detail != nil {
+		return fmt.Sprintf("runtimeview: %s: %v (%v)", e.op, e.err, e.detail)
+	}
+	return fmt.Sprintf("runtimeview: %s: %v", e.op, e.err)
+}
+
+// Unwrap returns the context's error and the detail, if any.
+func (e *contextError) Unwrap() []error {
+	if e.detail != nil {
+		return []error{e.err, e.detail}
+	}
+	return []error{e.err}
+}
+
+// GRPCStatus maps the context's error as gRPC does: Canceled or
+// DeadlineExceeded.
+func (e *contextError) GRPCStatus() *status.Status {
+	return status.New(status.FromContextError(e.err).Code(), e.Error())
 }

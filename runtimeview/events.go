@@ -46,8 +46,13 @@ func (s *Subscription) Close() {
 // (DefaultBuffer when buffer <= 0). It waits, until ctx ends, for the
 // runtime's event stream to be open, so that every event the runtime sends
 // after Subscribe returns is delivered or the subscription ends with an
-// error: there are no silent gaps.
+// error: there are no silent gaps. When ctx ends first, the error unwraps
+// to ctx.Err() and has the gRPC code Canceled or DeadlineExceeded; a nil
+// ctx gives ErrNilContext, a closed view ErrClosed.
 func (v *View) Subscribe(ctx context.Context, buffer int) (*Subscription, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("runtimeview: Subscribe: %w", ErrNilContext)
+	}
 	if buffer <= 0 {
 		buffer = DefaultBuffer
 	}
@@ -68,7 +73,7 @@ func (v *View) Subscribe(ctx context.Context, buffer int) (*Subscription, error)
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("runtimeview: Subscribe: %w: waiting for the runtime's event stream: %v", ErrUpstreamLost, ctx.Err())
+			return nil, newContextError(ctx, "Subscribe: waiting for the runtime's event stream", nil)
 		case <-v.life.Done():
 			return nil, fmt.Errorf("runtimeview: Subscribe: %w", ErrClosed)
 		}

@@ -27,7 +27,10 @@ func Example() {
 	}
 	defer c.Close(ctx)
 
-	v := runtimeview.New(c)
+	v, err := runtimeview.New(c)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer v.Close()
 	sub, err := v.Subscribe(ctx, 10)
 	if err != nil {

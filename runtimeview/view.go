@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -100,12 +98,19 @@ type Stats struct {
 
 // New starts a view of src: a relist now and every relist period, and one
 // event subscription (re-opened with back-off when it breaks). Close stops
-// both.
-func New(src Source, opts ...Option) *View {
+// both. A nil src, a nil Option or an option given an invalid value makes
+// it fail with a *ConfigError, before anything starts.
+func New(src Source, opts ...Option) (*View, error) {
+	if isNil(src) {
+		return nil, &ConfigError{Option: "Source", Reason: "source is nil"}
+	}
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
+	for i, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Option: fmt.Sprintf("opts[%d]", i), Reason: "option is nil"}
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
 		}
 	}
 	v := &View{
@@ -126,7 +131,7 @@ func New(src Source, opts ...Option) *View {
 	v.wg.Add(2)
 	go v.relistLoop()
 	go v.eventLoop()
-	return v
+	return v, nil
 }
 
 // Close stops the relists and the event stream, ends every subscription
@@ -178,6 +183,11 @@ func (v *View) freshLocked(now time.Time) error {
 // ListPodSandbox answers from the view, with the filter applied as
 // containerd applies it. See the package documentation for what the answer
 // is guaranteed to contain. The items are shared: do not modify them.
+//
+// It fails with ErrClosed after Close, ErrNilContext for a nil ctx, a
+// *StaleError (codes.Unavailable) when the data is too old, and, when ctx
+// ends while it waits, an error that unwraps to ctx.Err() with the gRPC
+// code Canceled or DeadlineExceeded.
 func (v *View) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	if err := v.ready(ctx, "ListPodSandbox"); err != nil {
 		return nil, err
@@ -201,7 +211,8 @@ func (v *View) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandbox
 }
 
 // ListContainers answers from the view, with the filter applied as
-// containerd applies it. The items are shared: do not modify them.
+// containerd applies it. The items are shared: do not modify them. It
+// fails as ListPodSandbox does.
 func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	if err := v.ready(ctx, "ListContainers"); err != nil {
 		return nil, err
@@ -232,6 +243,9 @@ func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 // ready waits for the first sync and for every mutation reported before
 // the call began to be confirmed, then checks the staleness bound.
 func (v *View) ready(ctx context.Context, method string) error {
+	if ctx == nil {
+		return fmt.Errorf("runtimeview: %s: %w", method, ErrNilContext)
+	}
 	v.mu.Lock()
 	begun := v.ticks
 	v.mu.Unlock()
@@ -241,7 +255,7 @@ func (v *View) ready(ctx context.Context, method string) error {
 		v.mu.Lock()
 		err := v.freshLocked(v.cfg.clock.Now())
 		v.mu.Unlock()
-		return fmt.Errorf("runtimeview: %s: waiting for the first relist: %w (%v)", method, ctx.Err(), err)
+		return newContextError(ctx, method+": waiting for the first relist", err)
 	case <-v.life.Done():
 		return fmt.Errorf("runtimeview: %s: %w", method, ErrClosed)
 	}
@@ -277,7 +291,7 @@ func (v *View) ready(ctx context.Context, method string) error {
 		select {
 		case <-updated:
 		case <-ctx.Done():
-			return status.Errorf(codes.DeadlineExceeded, "runtimeview: %s: waiting for a mutation to be confirmed: %v", method, ctx.Err())
+			return newContextError(ctx, method+": waiting for a mutation to be confirmed", nil)
 		case <-v.life.Done():
 			return fmt.Errorf("runtimeview: %s: %w", method, ErrClosed)
 		}

@@ -29,7 +29,10 @@ func setup(t *testing.T, simOpts []crisim.Option, opts ...runtimeview.Option) (*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	v := runtimeview.New(c, opts...)
+	v, err := runtimeview.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(v.Close)
 	// Act only once the view's stream is registered at the runtime and
 	// the relist that follows its opening is done: the CRI gives a

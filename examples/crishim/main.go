@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -75,36 +74,44 @@ func run(args []string) error {
 		return err
 	}
 	defer s.Close()
+	var hs *healthServer
+	if *health != "" {
+		if hs, err = startHealth(*health, s.HealthHandler()); err != nil {
+			return fmt.Errorf("--health-listen: %w", err)
+		}
+		defer hs.stop()
+	}
 	l, err := shim.Listen(*listen)
 	if err != nil {
 		return err
 	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(criclient.DefaultMaxMessageSize), grpc.MaxSendMsgSize(criclient.DefaultMaxMessageSize))
 	s.Register(srv)
+	logger.Info("serving", zap.String("listen", *listen), zap.String("runtime", *backend), zap.Bool("asyncRunPodSandbox", cfg.AsyncRunPodSandbox))
+	return serve(ctx, srv, l, hs, s.Drain, *drain, logger)
+}
+
+// serve runs srv on l until Serve fails or ctx ends; then it drains (up to
+// drainTimeout) and stops srv. On every path it returns only after the
+// gRPC and health servers have stopped and their goroutines returned.
+func serve(ctx context.Context, srv *grpc.Server, l net.Listener, hs *healthServer, drain func(context.Context) error, drainTimeout time.Duration, logger *zap.Logger) error {
+	defer hs.stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 
-	var hs *http.Server
-	if *health != "" {
-		hl, err := net.Listen("tcp", *health)
-		if err != nil {
-			srv.Stop()
-			return fmt.Errorf("--health-listen: %w", err)
-		}
-		hs = &http.Server{Handler: s.HealthHandler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(hl) }()
-	}
-	logger.Info("serving", zap.String("listen", *listen), zap.String("runtime", *backend), zap.Bool("asyncRunPodSandbox", cfg.AsyncRunPodSandbox))
-
 	select {
 	case err := <-served:
-		return err
+		srv.Stop() // close the connections Serve accepted
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("serving CRI: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("draining")
-	dctx, cancel := context.WithTimeout(context.Background(), *drain)
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	drainErr := s.Drain(dctx)
+	drainErr := drain(dctx)
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
@@ -113,9 +120,7 @@ func run(args []string) error {
 		srv.Stop()
 		<-stopped
 	}
-	if hs != nil {
-		_ = hs.Close()
-	}
+	hs.stop()
 	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -101,5 +103,55 @@ func TestServeAndDrainOnSIGTERM(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after SIGTERM")
+	}
+}
+
+// failingListener fails every Accept, as a listener whose socket broke.
+type failingListener struct{ err error }
+
+func (l failingListener) Accept() (net.Conn, error) { return nil, l.err }
+func (l failingListener) Close() error              { return nil }
+func (l failingListener) Addr() net.Addr            { return &net.UnixAddr{Name: "broken", Net: "unix"} }
+
+// When the CRI server fails, serve returns its error at once, without
+// draining, and only after the health server stopped.
+func TestServeFailureStopsHealth(t *testing.T) {
+	hs, err := startHealth("127.0.0.1:0", http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	errAccept := errors.New("accept failed")
+	drain := func(context.Context) error { t.Error("drained after the server failed"); return nil }
+	err = serve(context.Background(), grpc.NewServer(), failingListener{errAccept}, hs, drain, time.Second, zap.NewNop())
+	if !errors.Is(err, errAccept) {
+		t.Errorf("serve: %v, want the Accept error", err)
+	}
+	select {
+	case <-hs.done:
+	default:
+		t.Error("health server still serving after serve returned")
+	}
+	if c, err := net.Dial("tcp", hs.addr.String()); err == nil {
+		_ = c.Close()
+		t.Error("health port still accepts connections")
+	}
+}
+
+// A --health-listen address in use is reported, with nothing left running.
+func TestHealthListenInUse(t *testing.T) {
+	srv, err := crisim.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	sock := filepath.Join(t.TempDir(), "crishim.sock")
+	err = run([]string{"--listen", "unix://" + sock, "--runtime-endpoint", srv.Endpoint(), "--health-listen", busy.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "--health-listen") {
+		t.Fatalf("run with a busy health address: %v", err)
 	}
 }

@@ -22,7 +22,9 @@ func (s *Shim) GetContainerEvents(req *runtimeapi.GetEventsRequest, ss grpc.Serv
 	}
 	sub, err := s.view.Subscribe(ss.Context(), s.cfg.EventBuffer)
 	if err != nil {
-		return status.Error(codes.Unavailable, err.Error())
+		// Canceled or DeadlineExceeded when the caller gave up, else
+		// Unavailable (the view is closed).
+		return viewError(err)
 	}
 	defer sub.Close()
 	for {

@@ -2,11 +2,14 @@ package shim
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/criclient"
 )
 
 // ListImages forwards.
@@ -24,8 +27,8 @@ func (s *Shim) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReque
 	return forward(s, ctx, "ImageStatus", req, s.img.ImageStatus)
 }
 
-// PullImage forwards. An error that echoes a credential of the request has
-// it replaced by "[REDACTED]".
+// PullImage forwards. An error that echoes a credential of the request
+// (three characters or more) has it replaced by "[REDACTED]".
 func (s *Shim) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	resp, err := forward(s, ctx, "PullImage", req, s.img.PullImage)
 	if err != nil {
@@ -44,18 +47,34 @@ func (s *Shim) ImageFsInfo(ctx context.Context, req *runtimeapi.ImageFsInfoReque
 	return forward(s, ctx, "ImageFsInfo", req, s.img.ImageFsInfo)
 }
 
-// scrubAuth removes the secrets of auth from err's message, keeping its
-// code.
+// minSecretLen is the shortest credential scrubbed from an error message:
+// the rule criclient applies to its own errors (it does not export its
+// scrubber), so a secret hidden by one is hidden by the other. A minimum
+// exists because a one- or two-character "secret" is ordinary text: every
+// occurrence in the message would be replaced, garbling the error while
+// hiding next to nothing.
+const minSecretLen = 3
+
+// scrubAuth replaces every secret of auth in err's message with
+// criclient.Redacted, keeping its gRPC code. Longer secrets go first, so
+// a secret that contains another is replaced whole.
 func scrubAuth(err error, auth *runtimeapi.AuthConfig) error {
 	if auth == nil {
 		return err
 	}
+	var secrets []string
+	for _, secret := range []string{auth.GetPassword(), auth.GetAuth(), auth.GetIdentityToken(), auth.GetRegistryToken()} {
+		if len(secret) >= minSecretLen {
+			secrets = append(secrets, secret)
+		}
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	st, _ := status.FromError(err)
 	msg := st.Message()
 	changed := false
-	for _, secret := range []string{auth.GetPassword(), auth.GetAuth(), auth.GetIdentityToken(), auth.GetRegistryToken()} {
-		if len(secret) >= 4 && strings.Contains(msg, secret) {
-			msg = strings.ReplaceAll(msg, secret, "[REDACTED]")
+	for _, secret := range secrets {
+		if strings.Contains(msg, secret) {
+			msg = strings.ReplaceAll(msg, secret, criclient.Redacted)
 			changed = true
 		}
 	}

@@ -34,7 +34,8 @@ type Config struct {
 	// runtime instead of answering them from the view.
 	PassthroughLists bool
 	// RelistPeriod and MaxStaleness configure the view (runtimeview
-	// defaults when zero).
+	// defaults when zero; New fails with the view's
+	// *runtimeview.ConfigError when negative).
 	RelistPeriod, MaxStaleness time.Duration
 	// EventBuffer is each GetContainerEvents subscriber's buffer
 	// (runtimeview.DefaultBuffer when zero).
@@ -76,7 +77,8 @@ type Shim struct {
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
 // view. It does not wait for the backend: a backend that is down shows up
-// as errors and in Health.
+// as errors and in Health. An invalid Config makes it fail, with nothing
+// left running.
 func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -102,10 +104,18 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		_ = s.conn.Close()
 		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
 	}
-	s.view = runtimeview.New(s.client,
-		runtimeview.WithRelistPeriod(cfg.RelistPeriod),
-		runtimeview.WithMaxStaleness(cfg.MaxStaleness),
-		runtimeview.WithLogger(cfg.Logger.Named("view")))
+	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view"))}
+	if cfg.RelistPeriod != 0 {
+		viewOpts = append(viewOpts, runtimeview.WithRelistPeriod(cfg.RelistPeriod))
+	}
+	if cfg.MaxStaleness != 0 {
+		viewOpts = append(viewOpts, runtimeview.WithMaxStaleness(cfg.MaxStaleness))
+	}
+	if s.view, err = runtimeview.New(s.client, viewOpts...); err != nil {
+		_ = s.client.Close(context.Background())
+		_ = s.conn.Close()
+		return nil, fmt.Errorf("crishim: %w", err)
+	}
 	if cfg.AsyncRunPodSandbox {
 		s.async = newAsyncSandboxes(s, max(cfg.AsyncWorkers, 0), cfg.AsyncQueue)
 		if err := s.async.recover(ctx); err != nil {

@@ -2,6 +2,7 @@ package shim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/crishim/shim"
+	"github.com/syncpod/syncpod/runtimeview"
 )
 
 func TestSocketMode(t *testing.T) {
@@ -329,6 +331,42 @@ func TestPullImageErrorRedactsCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "[REDACTED]") {
 		t.Errorf("PullImage error leaks the password: %v", err)
+	}
+}
+
+// Credentials as short as criclient scrubs (three characters) are
+// scrubbed too, and a token that contains the password is replaced whole.
+func TestPullImageErrorRedactsShortCredentials(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{})
+	ctx := ctxT(t)
+	const password, token = "x9q", "tok-x9q-tok"
+	srv.Runtime().FailNext("PullImage", 1, status.Error(codes.PermissionDenied, "401 for bob: password "+password+", token "+token))
+	_, err := sv.img.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: "private/app:1"},
+		Auth:  &runtimeapi.AuthConfig{Username: "bob", Password: password, RegistryToken: token},
+	})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PullImage: %v, want PermissionDenied", err)
+	}
+	if msg, want := status.Convert(err).Message(), "401 for bob: password [REDACTED], token [REDACTED]"; msg != want {
+		t.Errorf("PullImage error %q, want %q", msg, want)
+	}
+}
+
+// A Config the view rejects makes New fail with the view's typed error,
+// leaving nothing running (goleak checks).
+func TestNewRejectsInvalidViewConfig(t *testing.T) {
+	srv := startCrisim(t)
+	for _, cfg := range []shim.Config{{RelistPeriod: -time.Second}, {MaxStaleness: -time.Second}} {
+		s, err := shim.New(ctxT(t), srv.Endpoint(), cfg)
+		var ce *runtimeview.ConfigError
+		if !errors.As(err, &ce) {
+			if s != nil {
+				_ = s.Close()
+			}
+			t.Errorf("New(%+v): %v, want a *runtimeview.ConfigError", cfg, err)
+		}
 	}
 }
 
