@@ -78,7 +78,8 @@
 //     (Stats.Dropped, Observer.EventDropped) and its pod is owed a PodSync:
 //     a PodSync for that pod is delivered after the drop (one for any number
 //     of drops of that pod before it is delivered), unless Stop comes
-//     first. Nothing is lost: on PodSync, re-read the pod from the cache,
+//     first. Pods get their PodSyncs first owed, first served: a pod dropped
+//     again goes behind the others. Nothing is lost: on PodSync, re-read the pod from the cache,
 //     which already holds everything the dropped events said.
 //   - The cache's global time (UpdateTime) is advanced only by a full relist
 //     whose listing succeeded, to the time taken before listing: "every
