@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -55,7 +56,8 @@ func (p *PLEG) streamLoop(ctx context.Context) {
 }
 
 // streamOnce runs one GetContainerEvents call and handles its events until
-// it returns. It returns how many events it handled and why it ended.
+// it returns or closes the channel. It returns how many events it handled
+// and why it ended.
 func (p *PLEG) streamOnce(ctx context.Context) (int, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -67,20 +69,21 @@ func (p *PLEG) streamOnce(ctx context.Context) (int, error) {
 	n := 0
 	for {
 		select {
-		case ev := <-ch:
+		case ev, ok := <-ch:
+			if !ok {
+				// The runtime closed the channel: the stream is over even if
+				// GetContainerEvents has not returned. Make it return.
+				cancel()
+				err := <-done
+				if err == nil || (errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+					err = errEventsChannelClosed
+				}
+				return n, err
+			}
 			p.handleEvent(ev)
 			n++
 		case err := <-done:
-			for {
-				select {
-				case ev := <-ch:
-					p.handleEvent(ev)
-					n++
-					continue
-				default:
-				}
-				break
-			}
+			n += p.handleQueued(ch) // sent before the return
 			if err == nil {
 				err = errStreamEnded
 			}
@@ -89,11 +92,32 @@ func (p *PLEG) streamOnce(ctx context.Context) (int, error) {
 			cancel()
 			for {
 				select {
-				case <-ch: // the runtime may block sending until it sees ctx
+				case _, ok := <-ch: // the runtime may block sending until it sees ctx
+					if !ok {
+						ch = nil // closed: wait for done only
+					}
 				case err := <-done:
 					return n, err
 				}
 			}
+		}
+	}
+}
+
+// handleQueued handles the events waiting in ch, up to an empty or closed
+// channel, and returns how many it handled.
+func (p *PLEG) handleQueued(ch chan *runtimeapi.ContainerEventResponse) int {
+	n := 0
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return n
+			}
+			p.handleEvent(ev)
+			n++
+		default:
+			return n
 		}
 	}
 }

@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,5 +275,54 @@ func TestEventedStallUnhealthyThenHealthy(t *testing.T) {
 	}
 	if ok, err := p.Healthy(); !ok {
 		t.Errorf("unhealthy after the runtime answered: %v", err)
+	}
+}
+
+// A runtime that closes the events channel ends the stream: the event it
+// sent before is handled, the PLEG counts a stream error, falls back to
+// relisting, reconnects after the backoff, and Stop returns. Once with a
+// GetContainerEvents that returns after closing, once with one that keeps
+// blocking until its context ends.
+func TestRuntimeClosesEventsChannel(t *testing.T) {
+	for _, returns := range []bool{true, false} {
+		t.Run(map[bool]string{true: "returns", false: "blocks"}[returns], func(t *testing.T) {
+			f := newFixture(t)
+			var conns atomic.Int64
+			h := &hookRuntime{Runtime: f.rt, events: func(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, cb func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+				conns.Add(1)
+				cb(nil)
+				ch <- containerEvent(evStarted, "c1", t0, sbStatus("a", "s1", ready), ctrStatus("c1", running))
+				close(ch)
+				if returns {
+					return nil
+				}
+				<-ctx.Done()
+				return ctx.Err()
+			}}
+			p, err := New(h, f.cache, WithClock(f.clock), WithReconnectBackoff(time.Second, 2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// Bounded waits: a spinning stream loop fails here, leaving its
+			// goroutines to goleak, instead of hanging the test.
+			waitFor(t, "stream end counted", func() bool { return p.Stats().StreamErrors >= 1 })
+			if st := p.Stats(); st.RuntimeEvents < 1 {
+				t.Errorf("the event sent before the close was not handled: %+v", st)
+			}
+			if p.Mode() != ModeRelisting {
+				t.Errorf("mode %v after the stream ended", p.Mode())
+			}
+			waitFor(t, "reconnect after the backoff", func() bool {
+				if conns.Load() >= 2 {
+					return true
+				}
+				f.clock.Step(time.Second)
+				return false
+			})
+			stopWithin(t, p)
+		})
 	}
 }

@@ -397,4 +397,7 @@ func (p *PLEG) gcTombstonesLocked() {
 	}
 }
 
-var errStreamEnded = errors.New("event stream ended")
+var (
+	errStreamEnded         = errors.New("event stream ended")
+	errEventsChannelClosed = errors.New("event stream ended: the runtime closed the events channel")
+)
