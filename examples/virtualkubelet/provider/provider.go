@@ -209,14 +209,17 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
 	w, ok := p.workers[key]
-	if ok && (pod.UID == "" || w.uid == pod.UID) {
-		delete(p.workers, key)
-	}
-	p.mu.Unlock()
 	if !ok || (pod.UID != "" && w.uid != pod.UID) {
+		p.mu.Unlock()
 		return errdefs.NotFoundf("DeletePod %s: pod is not known to the provider", key)
 	}
+	delete(p.workers, key)
+	// Under p.mu, with the worker's removal: a publish of this worker
+	// either stored its status before (and it is deleted here) or sees it
+	// is no longer current (and stores nothing), and a pod created with
+	// the same name afterwards keeps its own status.
 	p.statuses.Delete(key)
+	p.mu.Unlock()
 	w.delete(pod.DeepCopy())
 	return nil
 }
@@ -311,12 +314,16 @@ func (p *Provider) publishPubLocked(w *podWorker) {
 		return
 	}
 	if !terminal {
+		now := p.cfg.clock.Now()
+		// The check and the Set are one step under p.mu, as DeletePod's
+		// removal and Delete are: a status is never stored for a worker
+		// DeletePod has already removed. statuses has no subscribers, so
+		// Set calls nothing back under the lock.
 		p.mu.Lock()
-		current := p.workers[w.key] == w
-		p.mu.Unlock()
-		if current {
-			p.statuses.Set(w.key, pod, nil, p.cfg.clock.Now())
+		if p.workers[w.key] == w {
+			p.statuses.Set(w.key, pod, nil, now)
 		}
+		p.mu.Unlock()
 	}
 	if w.changed(pod) {
 		p.notifier.enqueue(string(w.uid), pod)
