@@ -19,20 +19,37 @@ var (
 	// ErrInactive is wrapped by the HealthError returned when the runtime
 	// has not answered within the threshold.
 	ErrInactive = errors.New("pleg is not active")
+	// ErrNilContext is wrapped by the ConfigError Start returns for a nil
+	// context.
+	ErrNilContext = errors.New("pleg: nil context")
 )
 
-// ConfigError reports an invalid argument to New or an invalid option.
+// The error types, checked at compile time.
+var (
+	_ error = (*ConfigError)(nil)
+	_ error = (*HealthError)(nil)
+	_ error = (*InspectError)(nil)
+	_ error = (*RelistError)(nil)
+)
+
+// ConfigError reports an invalid argument (to New, Start or
+// RequestRelist) or an invalid option.
 type ConfigError struct {
 	// Field names the argument or option.
 	Field string
 	// Reason says what is wrong with it.
 	Reason string
+	// Err is a sentinel for errors.Is (ErrNilContext), if any.
+	Err error
 }
 
 // Error describes the failure.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("pleg: invalid %s: %s", e.Field, e.Reason)
 }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // HealthError is the error Healthy returns when the PLEG is unhealthy.
 // errors.Is(err, ErrNeverSucceeded) or errors.Is(err, ErrInactive) tells

@@ -121,8 +121,12 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 func (p *PLEG) Watch() <-chan Event { return p.ch }
 
 // Start starts relisting (at once, then periodically) and, if enabled,
-// watching the event stream. The PLEG runs until Stop or until ctx ends.
+// watching the event stream. The PLEG runs until Stop or until ctx ends. A
+// nil ctx gives a *ConfigError wrapping ErrNilContext and starts nothing.
 func (p *PLEG) Start(ctx context.Context) error {
+	if ctx == nil {
+		return &ConfigError{Field: "ctx", Reason: "nil Context", Err: ErrNilContext}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {

@@ -397,3 +397,18 @@ func TestRequestRelistKeepsContainersWithoutSandbox(t *testing.T) {
 		t.Error("pod relist deleted a pod whose containers have no sandbox")
 	}
 }
+
+func TestStartRejectsNilContext(t *testing.T) {
+	f := newFixture(t)
+	var nilCtx context.Context
+	err := f.p.Start(nilCtx)
+	var ce *ConfigError
+	if !errors.Is(err, ErrNilContext) || !errors.As(err, &ce) || ce.Field != "ctx" {
+		t.Fatalf("Start(nil) = %v, want a *ConfigError wrapping ErrNilContext", err)
+	}
+	// Nothing was started: a proper Start still works.
+	if err := f.p.Start(context.Background()); err != nil {
+		t.Fatalf("Start after Start(nil): %v", err)
+	}
+	waitFor(t, "first relist", func() bool { return f.p.Stats().Relists == 1 })
+}
