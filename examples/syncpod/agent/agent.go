@@ -42,6 +42,9 @@ type Agent struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	active *activity // work in hand (see quiescent)
+
+	stopOnce sync.Once // Stop's work runs once; every caller waits for it
 
 	mu       sync.Mutex
 	started  bool
@@ -96,7 +99,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
 	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
-		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}}
+		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.registerer)
 	if err != nil {
@@ -104,7 +107,8 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	a.metrics = m
 	a.inspector = newInspector(rt)
-	a.cache = newStatusCache()
+	cache := newStatusCache()
+	a.cache = cache
 	a.backoff = newCrashBackoff(a.clock, cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax))
 	a.pods = newPodRecords()
 	sync := a.syncSyncPod
@@ -113,6 +117,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(SyncErrorBackoff))
 	a.workers.onExit = a.forgetPod
+	a.workers.active = a.active
 
 	observePull := func(image string, d time.Duration, err error) {
 		a.metrics.observePull(d, err)
@@ -128,8 +133,10 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.images = &blockingPuller{img: img, clock: a.clock, obs: observePull}
 		a.relister = newRelister(rt, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.workers.Wake, observeRelist)
+		a.relister.active = a.active
+		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		a.images = newImageGate(img, a.clock, a.log, cfg, a.workers.Wake, observePull)
+		a.images = newImageGate(img, a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
 		l, err := newEventedLifecycle(a)
 		if err != nil {
 			a.images.close()
@@ -155,6 +162,9 @@ func (a *Agent) Start() error {
 		return nil
 	}
 	a.started = true
+	if a.relister != nil {
+		a.relister.kick() // the first relist, at once
+	}
 	a.wg.Add(2)
 	go func() {
 		defer a.wg.Done()
@@ -209,19 +219,18 @@ func (a *Agent) Apply(u PodUpdate) {
 
 // Stop stops every worker (cancelling running syncs and pulls), the PLEG
 // and the sampler, and waits for all of them. Pods stay on the runtime;
-// call Cleanup to remove them. Stop is idempotent.
+// call Cleanup to remove them. Stop is idempotent and safe to call
+// concurrently: every call returns only once everything has stopped.
 func (a *Agent) Stop() {
-	a.mu.Lock()
-	if a.stopped {
+	a.stopOnce.Do(func() {
+		a.mu.Lock()
+		a.stopped = true
 		a.mu.Unlock()
-		return
-	}
-	a.stopped = true
-	a.mu.Unlock()
-	a.workers.Stop()
-	a.cancel()
-	a.wg.Wait()
-	a.images.close()
+		a.workers.Stop()
+		a.cancel()
+		a.wg.Wait()
+		a.images.close()
+	})
 }
 
 // Cleanup removes every sandbox the agent (or an earlier run of it) made,
@@ -376,6 +385,17 @@ func (a *Agent) expectationsFor(uid types.UID) *expectations {
 		a.expects[uid] = e
 	}
 	return e
+}
+
+// quiescent reports whether the agent has no work in hand: no pod worker
+// wake pending or being handled, no relist due or running, no PLEG event
+// on its way to a worker, no image inspection or pull a pod waits on.
+// What it waits for then is its clock or the runtime. With a fake clock, a
+// test steps time only when this holds, so time never passes under work
+// that would have reacted sooner. The pleg package's own goroutines and
+// the runtime are not covered.
+func (a *Agent) quiescent() bool {
+	return a.active.idle() && a.images.inFlight() == 0 && (a.lifecycle == nil || a.lifecycle.drained())
 }
 
 func (a *Agent) maxRelist() time.Duration {

@@ -11,8 +11,8 @@ import (
 // immediate, then 10 s doubling up to 5 min; a container that ran without
 // crashing for twice the maximum starts over.
 const (
-	CrashLoopInitial = 10 * time.Second
-	CrashLoopMax     = 300 * time.Second
+	CrashLoopInitial = 10 * time.Second  // the wait before the second restart
+	CrashLoopMax     = 300 * time.Second // the longest wait
 )
 
 // crashBackoff is a per-key exponential backoff on an injectable clock.

@@ -14,21 +14,37 @@ import (
 // or the global time is newer than minTime). A
 // statecache.Cache[types.UID, *PodStatus] satisfies it.
 type StatusStore interface {
-	Get(key types.UID) (*PodStatus, error)
-	Set(key types.UID, value *PodStatus, err error, timestamp time.Time) (updated bool)
-	Delete(key types.UID)
-	UpdateTime(timestamp time.Time)
-	GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*PodStatus, error)
+	Get(key types.UID) (*PodStatus, error)                                                  // the stored status, nil if none
+	Set(key types.UID, value *PodStatus, err error, timestamp time.Time) (updated bool)     // refused if older than the stored one
+	Delete(key types.UID)                                                                   // forget the pod
+	UpdateTime(timestamp time.Time)                                                         // every entry is at least this fresh
+	GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*PodStatus, error) // blocks until newer than minTime
 }
 
 var _ StatusStore = (*statecache.Cache[types.UID, *PodStatus])(nil)
 var _ StatusStore = (*trackedStore)(nil)
 
 // trackedStore counts the keys present, so the churn benchmark can show the
-// cache returning to empty.
+// cache returning to empty. With trackReads it also keeps active exact
+// across GetNewerThan: a read that has to wait stops counting as work, and
+// counts again from the moment the write that satisfies it is made (by the
+// writer, which is itself counted), not from when the reader next runs.
 type trackedStore struct {
 	StatusStore
 	keys *keyCounter
+
+	mu       sync.Mutex // held across each write when reads are tracked
+	active   *activity  // nil: reads are not tracked
+	modified map[types.UID]time.Time
+	global   time.Time // UpdateTime's time; zero until the first
+	parked   map[*parkedRead]struct{}
+}
+
+// parkedRead is one GetNewerThan waiting for a write.
+type parkedRead struct {
+	key     types.UID
+	minTime time.Time
+	woken   bool // counted in active again
 }
 
 func newStatusCache() *trackedStore {
@@ -61,19 +77,99 @@ func (k *keyCounter) len() int {
 	return len(k.keys)
 }
 
+// trackReads makes GetNewerThan calls that wait count out of a, and back
+// in when satisfied. Call it before the store is used.
+func (t *trackedStore) trackReads(a *activity) {
+	t.active = a
+	t.modified = map[types.UID]time.Time{}
+	t.parked = map[*parkedRead]struct{}{}
+}
+
+// freshLocked mirrors statecache's rule: the entry or the global time is
+// strictly after minTime.
+func (t *trackedStore) freshLocked(key types.UID, minTime time.Time) bool {
+	if m, ok := t.modified[key]; ok && m.After(minTime) {
+		return true
+	}
+	return !t.global.IsZero() && t.global.After(minTime)
+}
+
+func (t *trackedStore) wakeLocked() {
+	for r := range t.parked {
+		if !r.woken && t.freshLocked(r.key, r.minTime) {
+			r.woken = true
+			t.active.add(1)
+		}
+	}
+}
+
 // Set implements StatusStore.
 func (t *trackedStore) Set(key types.UID, value *PodStatus, err error, ts time.Time) bool {
+	if t.active != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
 	ok := t.StatusStore.Set(key, value, err, ts)
 	if ok {
 		t.keys.add(key)
+		if t.active != nil {
+			if m, had := t.modified[key]; !had || !ts.Before(m) {
+				t.modified[key] = ts
+			}
+			t.wakeLocked()
+		}
 	}
 	return ok
 }
 
 // Delete implements StatusStore.
 func (t *trackedStore) Delete(key types.UID) {
+	if t.active != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.modified, key)
+	}
 	t.StatusStore.Delete(key)
 	t.keys.remove(key)
+}
+
+// UpdateTime implements StatusStore.
+func (t *trackedStore) UpdateTime(ts time.Time) {
+	if t.active == nil {
+		t.StatusStore.UpdateTime(ts)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.StatusStore.UpdateTime(ts)
+	if ts.After(t.global) {
+		t.global = ts
+	}
+	t.wakeLocked()
+}
+
+// GetNewerThan implements StatusStore.
+func (t *trackedStore) GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*PodStatus, error) {
+	if t.active == nil {
+		return t.StatusStore.GetNewerThan(ctx, key, minTime)
+	}
+	t.mu.Lock()
+	if t.freshLocked(key, minTime) {
+		t.mu.Unlock()
+		return t.StatusStore.GetNewerThan(ctx, key, minTime)
+	}
+	r := &parkedRead{key: key, minTime: minTime}
+	t.parked[r] = struct{}{}
+	t.active.add(-1)
+	t.mu.Unlock()
+	st, err := t.StatusStore.GetNewerThan(ctx, key, minTime)
+	t.mu.Lock()
+	delete(t.parked, r)
+	if !r.woken { // ctx ended first
+		t.active.add(1)
+	}
+	t.mu.Unlock()
+	return st, err
 }
 
 func (t *trackedStore) len() int { return t.keys.len() }

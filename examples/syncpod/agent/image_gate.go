@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,20 +22,31 @@ import (
 type asyncGate struct {
 	s        *asyncpull.Scheduler
 	inflight atomic.Int64
+
+	// awaiting holds the pod/image pairs whose Ensure answered "queued" or
+	// "pulling": an inspection or a pull is working for them, and a notify
+	// will follow. Each is one count in active until that notify has woken
+	// the pod's worker (which counts itself), or Ensure answers otherwise.
+	active   *activity
+	mu       sync.Mutex
+	awaiting map[types.UID]map[string]bool
 }
 
 var _ imageGate = (*asyncGate)(nil)
 
 // newImageGate builds the syncpod-mode image gate.
 func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, cfg config,
-	wake func(types.UID), obs func(string, time.Duration, error)) imageGate {
-	g := &asyncGate{}
+	active *activity, wake func(types.UID), obs func(string, time.Duration, error)) imageGate {
+	g := &asyncGate{active: active, awaiting: map[types.UID]map[string]bool{}}
 	g.s = asyncpull.New(img,
 		asyncpull.WithClock(clk),
 		asyncpull.WithLogger(log),
 		asyncpull.WithMaxParallel(cfg.pullParallel),
 		asyncpull.WithBackOff(cfg.scaled(ImagePullBackoff), cfg.scaled(300*time.Second)),
-		asyncpull.WithNotify(wake),
+		asyncpull.WithNotify(func(uid types.UID) {
+			wake(uid)
+			g.settle(uid, "")
+		}),
 		asyncpull.WithObserver(func(e asyncpull.Event) {
 			switch e.Kind {
 			case asyncpull.EventPullStarted:
@@ -51,6 +63,11 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, sb *r
 	// The interest lives as long as the pod: forget (Cancel) ends it.
 	res := g.s.Ensure(context.Background(), asyncpull.Request{Image: image, PullPolicy: asyncpull.PullIfNotPresent,
 		PodSandboxConfig: sb, PodUID: uid})
+	if res.State == asyncpull.StateQueued || res.State == asyncpull.StatePulling {
+		g.await(uid, image)
+	} else {
+		g.settle(uid, image)
+	}
 	switch res.State {
 	case asyncpull.StatePresent:
 		return true, nil
@@ -62,6 +79,40 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, sb *r
 	return false, nil
 }
 
-func (g *asyncGate) inFlight() int        { return int(g.inflight.Load()) }
-func (g *asyncGate) forget(uid types.UID) { g.s.Cancel(uid) }
-func (g *asyncGate) close()               { g.s.Close() }
+func (g *asyncGate) inFlight() int { return int(g.inflight.Load()) }
+func (g *asyncGate) close()        { g.s.Close() }
+
+func (g *asyncGate) forget(uid types.UID) {
+	g.s.Cancel(uid)
+	g.settle(uid, "")
+}
+
+func (g *asyncGate) await(uid types.UID, image string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.awaiting[uid]
+	if m == nil {
+		m = map[string]bool{}
+		g.awaiting[uid] = m
+	}
+	if !m[image] {
+		m[image] = true
+		g.active.add(1)
+	}
+}
+
+// settle drops uid's wait for image, or for every image when image is "".
+func (g *asyncGate) settle(uid types.UID, image string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.awaiting[uid]
+	for img := range m {
+		if image == "" || img == image {
+			delete(m, img)
+			g.active.add(-1)
+		}
+	}
+	if len(m) == 0 {
+		delete(g.awaiting, uid)
+	}
+}

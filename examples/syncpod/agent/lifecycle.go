@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,6 +25,8 @@ type eventedLifecycle struct {
 	keys  *keyCounter // the pods the PLEG holds a cache entry for
 	wake  func(types.UID)
 	log   *zap.Logger
+
+	handled atomic.Uint64 // events taken off Watch and passed on as wakes
 
 	mu        sync.Mutex
 	maxRelist time.Duration
@@ -90,6 +93,7 @@ func (l *eventedLifecycle) run(ctx context.Context) {
 				return
 			}
 			l.wake(ev.ID)
+			l.handled.Add(1)
 		}
 	}
 }
@@ -100,6 +104,12 @@ func (l *eventedLifecycle) status(uid types.UID) (*PodStatus, error) {
 		return nil, err
 	}
 	return fromPLEG(uid, ps), nil
+}
+
+// drained reports whether every event the PLEG delivered has been passed
+// on to its worker (the PLEG counts an event delivered as it sends it).
+func (l *eventedLifecycle) drained() bool {
+	return len(l.p.Watch()) == 0 && l.p.Stats().Delivered == l.handled.Load()
 }
 
 func (l *eventedLifecycle) relistMax() time.Duration {

@@ -27,7 +27,7 @@ type ManifestError struct {
 	Doc   int    // 0-based document index inside the file, -1 for the whole file
 	Pod   string // namespace/name when known
 	Field string // offending field path when known, e.g. "spec.containers[1].image"
-	Err   error
+	Err   error  // what is wrong
 }
 
 // Error implements error.

@@ -37,10 +37,10 @@ const (
 	RelistPeriod           = time.Second       // generic PLEG
 	RelistThreshold        = 3 * time.Minute   // generic PLEG health
 	EventedRelistPeriod    = 300 * time.Second // safety net while the event stream is up
-	EventedRelistThreshold = 10 * time.Minute
-	SyncErrorBackoff       = 10 * time.Second
-	ResyncPeriod           = time.Minute
-	ImagePullBackoff       = 10 * time.Second
+	EventedRelistThreshold = 10 * time.Minute  // evented PLEG health
+	SyncErrorBackoff       = 10 * time.Second  // requeue after a failed sync
+	ResyncPeriod           = time.Minute       // requeue of a pod nothing woke
+	ImagePullBackoff       = 10 * time.Second  // first wait after a failed pull
 	// ExpectationTimeout: how long a worker trusts that what it just did
 	// will show in the event-fed status before it asks for a pod relist.
 	ExpectationTimeout = 2 * time.Second

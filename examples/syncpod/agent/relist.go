@@ -30,6 +30,7 @@ type relister struct {
 	observe   func(d time.Duration, err error)
 
 	trigger chan struct{}
+	active  *activity // counts the pending or running relist
 
 	mu          sync.Mutex
 	lastSuccess time.Time // start time of the last successful relist
@@ -51,27 +52,38 @@ func newRelister(rt cri.RuntimeService, clk clock.WithTickerAndDelayedExecution,
 		old: map[string]relistEntry{}, reinspect: map[types.UID]bool{}}
 }
 
-// run relists every period until ctx is done.
+// run relists on every kick (the agent's Start kicks the first one) and a
+// period after each relist, until ctx is done. The period's timer kicks
+// too, so a relist is counted in active from the moment it is due.
 func (r *relister) run(ctx context.Context) {
+	var next clock.Timer
+	defer func() {
+		if next != nil {
+			next.Stop()
+		}
+	}()
 	for {
-		r.relist(ctx)
-		t := r.clock.NewTimer(r.period())
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
-		case <-t.C():
 		case <-r.trigger:
-			t.Stop()
 		}
+		if next != nil {
+			next.Stop()
+		}
+		r.relist(ctx)
+		next = r.clock.AfterFunc(r.period(), r.kick)
+		r.active.add(-1) // after the next relist is armed
 	}
 }
 
 // kick asks for a relist now.
 func (r *relister) kick() {
+	r.active.add(1)
 	select {
 	case r.trigger <- struct{}{}:
 	default:
+		r.active.add(-1) // one is pending already
 	}
 }
 

@@ -22,9 +22,9 @@ type Op int
 
 // Pod update kinds.
 const (
-	OpAdd Op = iota + 1
-	OpUpdate
-	OpDelete
+	OpAdd    Op = iota + 1 // a new pod
+	OpUpdate               // a changed pod
+	OpDelete               // a pod to kill and forget
 )
 
 // String implements fmt.Stringer.
@@ -42,10 +42,10 @@ func (o Op) String() string {
 
 // PodUpdate is one desired-state change: a pod added, changed or deleted.
 type PodUpdate struct {
-	Op     Op
-	Pod    *corev1.Pod // for OpDelete, the last known pod (may be nil if UID is set)
+	Op     Op          // what happened to the pod
+	Pod    *corev1.Pod // the desired pod; for OpDelete, the last known pod (may be nil if UID is set)
 	UID    types.UID   // optional for OpDelete
-	Source string      // e.g. the manifest file
+	Source string      // where the update came from, e.g. the manifest file
 }
 
 // StaticPodUID derives a stable UID from a pod's namespace and name, so a
@@ -61,54 +61,54 @@ type EventType string
 
 // Event types delivered to WithEventHook.
 const (
-	EventAdded      EventType = "Added"
-	EventUpdated    EventType = "Updated"
-	EventDeleted    EventType = "Deleted"
-	EventSandbox    EventType = "SandboxCreated"
-	EventStarted    EventType = "ContainerStarted"
-	EventStartError EventType = "StartFailed"
-	EventKilled     EventType = "PodKilled"
-	EventBackOff    EventType = "CrashLoopBackOff"
-	EventPulled     EventType = "ImagePulled"
-	EventRunning    EventType = "PodRunning"
-	EventFinished   EventType = "PodFinished"
-	EventHealth     EventType = "PLEGHealth"
-	EventSynced     EventType = "Synced"
+	EventAdded      EventType = "Added"            // Apply got an OpAdd
+	EventUpdated    EventType = "Updated"          // Apply got an OpUpdate
+	EventDeleted    EventType = "Deleted"          // Apply got an OpDelete
+	EventSandbox    EventType = "SandboxCreated"   // a pod sandbox was created (Attempt is its attempt)
+	EventStarted    EventType = "ContainerStarted" // a container was started (Attempt is its attempt)
+	EventStartError EventType = "StartFailed"      // creating or starting a container failed (Err)
+	EventKilled     EventType = "PodKilled"        // a deleted pod was removed from the runtime
+	EventBackOff    EventType = "CrashLoopBackOff" // a container waits out its crash-loop back-off (Duration left)
+	EventPulled     EventType = "ImagePulled"      // a pull ended (Duration, Err)
+	EventRunning    EventType = "PodRunning"       // a pod was first seen with every container running (Duration: startup)
+	EventFinished   EventType = "PodFinished"      // a pod reached Succeeded or Failed
+	EventHealth     EventType = "PLEGHealth"       // PLEG health changed (Healthy, Err)
+	EventSynced     EventType = "Synced"           // a pod sync ended (Err)
 )
 
 // Event is a notable step, for logs, progress and tests.
 type Event struct {
-	Time      time.Time
-	Type      EventType
-	Pod       string // namespace/name
-	Container string
-	Image     string
-	Attempt   uint32
+	Time      time.Time     // when it happened, on the agent's clock
+	Type      EventType     // what happened
+	Pod       string        // namespace/name
+	Container string        // the container's name, for container events
+	Image     string        // the image, for EventPulled
+	Attempt   uint32        // the container's or sandbox's attempt
 	Duration  time.Duration // startup latency, pull time or back-off wait
-	Healthy   bool
-	Err       error
+	Healthy   bool          // the PLEG's health, for EventHealth
+	Err       error         // what failed, if anything
 }
 
 // Pod states in reports.
 const (
-	PodPending     = "Pending"
-	PodRunning     = "Running"
-	PodSucceeded   = "Succeeded"
-	PodFailed      = "Failed"
-	PodCrashLoop   = "CrashLoopBackOff"
-	PodTerminating = "Terminating"
+	PodPending     = "Pending"          // not every container running yet
+	PodRunning     = "Running"          // every container running (or was, and restarts)
+	PodSucceeded   = "Succeeded"        // finished, every container exited 0
+	PodFailed      = "Failed"           // finished with a failure
+	PodCrashLoop   = "CrashLoopBackOff" // a container waits out its crash-loop back-off
+	PodTerminating = "Terminating"      // deleted, being removed from the runtime
 )
 
 // PodReport is one pod's line in the summary.
 type PodReport struct {
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	UID       types.UID     `json:"uid"`
-	State     string        `json:"state"`
-	Startup   time.Duration `json:"startupNanos"` // creation → all containers running and observed; 0 if not yet
-	PullWait  time.Duration `json:"pullWaitNanos"`
-	Restarts  int           `json:"restarts"`
-	Message   string        `json:"message,omitempty"`
+	Namespace string        `json:"namespace"`         // the pod's namespace
+	Name      string        `json:"name"`              // the pod's name
+	UID       types.UID     `json:"uid"`               // the pod's UID (StaticPodUID when the manifest has none)
+	State     string        `json:"state"`             // one of PodPending, PodRunning, ...
+	Startup   time.Duration `json:"startupNanos"`      // creation → all containers running and observed; 0 if not yet
+	PullWait  time.Duration `json:"pullWaitNanos"`     // time the pod waited for its images
+	Restarts  int           `json:"restarts"`          // container restarts, summed over containers
+	Message   string        `json:"message,omitempty"` // the last sync or pull error, if any
 }
 
 type podRecord struct {
@@ -267,13 +267,13 @@ func (r *podRecords) len() int { return r.byUID.Size() }
 
 // Snapshot is the agent's state for a progress line or a summary.
 type Snapshot struct {
-	Pods          []PodReport `json:"pods"`
-	Running       int         `json:"running"`
-	Total         int         `json:"total"`
-	PullsInFlight int         `json:"pullsInFlight"`
-	PLEGMode      string      `json:"plegMode"`
-	PLEGHealthy   bool        `json:"plegHealthy"`
-	PLEGMessage   string      `json:"plegMessage,omitempty"`
+	Pods          []PodReport `json:"pods"`                  // every known pod, by namespace/name
+	Running       int         `json:"running"`               // pods Running or Succeeded
+	Total         int         `json:"total"`                 // len(Pods)
+	PullsInFlight int         `json:"pullsInFlight"`         // image pulls running or queued
+	PLEGMode      string      `json:"plegMode"`              // "relist", or the pleg package's mode
+	PLEGHealthy   bool        `json:"plegHealthy"`           // the PLEG's health, as the kubelet's
+	PLEGMessage   string      `json:"plegMessage,omitempty"` // why it is unhealthy
 }
 
 // Snapshot returns the current state.
@@ -297,10 +297,10 @@ func (a *Agent) Snapshot() Snapshot {
 type Stats struct {
 	Startups      []time.Duration // every pod startup latency observed, in order
 	WorkerBlocked time.Duration   // sum over workers of time blocked in pulls and cache waits
-	MaxRelist     time.Duration
-	PLEGUnhealthy time.Duration
-	Workers       int // live pod workers
-	CacheEntries  int // per-pod entries in the agent's maps and caches, the PLEG's status cache included
+	MaxRelist     time.Duration   // the longest relist
+	PLEGUnhealthy time.Duration   // time the PLEG reported unhealthy, after its first success
+	Workers       int             // live pod workers
+	CacheEntries  int             // per-pod entries in the agent's maps and caches, the PLEG's status cache included
 	// PLEG is the pleg package's counters (syncpod mode only).
 	PLEG pleg.Stats
 }

@@ -31,8 +31,8 @@ type ContainerState int
 // Container states, as the PLEG groups them.
 const (
 	StateUnknown ContainerState = iota // created, not started, or unknown
-	StateRunning
-	StateExited
+	StateRunning                       // running
+	StateExited                        // exited; ExitCode and FinishedAt are set
 )
 
 // String implements fmt.Stringer.
@@ -48,23 +48,23 @@ func (s ContainerState) String() string {
 
 // ContainerStatus is one container instance (one attempt).
 type ContainerStatus struct {
-	ID         string
-	Name       string
-	Attempt    uint32
-	State      ContainerState
-	ExitCode   int32
-	CreatedAt  time.Time
-	FinishedAt time.Time
-	Hash       string
-	Assumed    bool // started by this agent, not yet seen in the status
+	ID         string         // the runtime's container ID ("" when Assumed)
+	Name       string         // the container's name in the pod spec
+	Attempt    uint32         // restart count: 0 for the first instance
+	State      ContainerState // running, exited or unknown
+	ExitCode   int32          // for StateExited
+	CreatedAt  time.Time      // when the runtime created it
+	FinishedAt time.Time      // for StateExited: when it exited
+	Hash       string         // hash of the spec it was started from, to detect changes
+	Assumed    bool           // started by this agent, not yet seen in the status
 }
 
 // PodStatus is what the runtime has for one pod.
 type PodStatus struct {
-	UID            types.UID
-	SandboxID      string // newest sandbox, "" if none
-	SandboxReady   bool
-	SandboxAttempt uint32
+	UID            types.UID                   // the pod's UID
+	SandboxID      string                      // newest sandbox, "" if none
+	SandboxReady   bool                        // the newest sandbox is ready
+	SandboxAttempt uint32                      // the newest sandbox's attempt
 	OldSandboxes   []string                    // other sandboxes of the pod, to remove
 	Containers     []*ContainerStatus          // all instances, newest first
 	latest         map[string]*ContainerStatus // by name, newest instance

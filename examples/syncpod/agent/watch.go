@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -33,7 +34,11 @@ type ManifestDir struct {
 	apply    func(PodUpdate)
 	onError  func(error)
 
-	current map[string]*podSource // by namespace/name
+	// syncMu serialises Syncs (Run's and direct calls): each reads and
+	// replaces current, and their updates must reach apply in the order
+	// they were computed, one Sync's batch at a time.
+	syncMu  sync.Mutex
+	current map[string]*podSource // by namespace/name; guarded by syncMu
 }
 
 type podSource struct {
@@ -88,7 +93,14 @@ func manifestFile(name string) bool {
 // applied before. A file with errors keeps the pods it had provided that it
 // no longer yields validly (a half-written edit does not kill a pod); a
 // deleted file's pods are deleted.
+//
+// Sync may be called at any time, also while Run is running: calls are
+// serialised, so apply and the error callback are never called
+// concurrently and see every update once, in order. They are called
+// inside that serialisation and must not call Sync themselves.
 func (m *ManifestDir) Sync() error {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
 	entries, err := os.ReadDir(m.dir)
 	if err != nil {
 		return fmt.Errorf("read manifest dir %s: %w", m.dir, err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,4 +116,53 @@ func TestManifestDirAddChangeDelete(t *testing.T) {
 		sbs, err := n.client.ListPodSandbox(context.Background(), nil)
 		return err == nil && len(sbs) == 0 && a.Snapshot().Total == 0
 	})
+}
+
+// Sync may be called while Run runs: the two never race on what was
+// applied, apply is never called concurrently, and each pod is added once.
+func TestManifestDirSyncDuringRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(manifestV1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var inApply atomic.Int32
+	var mu sync.Mutex
+	adds := map[string]int{}
+	apply := func(u agent.PodUpdate) {
+		if inApply.Add(1) != 1 {
+			t.Error("apply called concurrently")
+		}
+		defer inApply.Add(-1)
+		if u.Op == agent.OpAdd {
+			mu.Lock()
+			adds[u.Pod.Name]++
+			mu.Unlock()
+		}
+	}
+	src := agent.NewManifestDir(dir, apply)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if err := src.Sync(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if adds["web"] != 1 || adds["other"] != 1 || len(adds) != 2 {
+		t.Errorf("adds = %v, want web and other once each", adds)
+	}
 }

@@ -33,6 +33,7 @@ type podWorkers struct {
 	kill       killFunc
 	errBackoff time.Duration
 	onExit     func(uid types.UID) // called when a worker is gone (outside locks)
+	active     *activity           // counts pending and running wakes
 
 	ctx    context.Context // cancelled by stop
 	cancel context.CancelFunc
@@ -46,6 +47,7 @@ type podWorkers struct {
 type podWorker struct {
 	uid    types.UID
 	signal chan struct{} // capacity 1: a pending wake is never lost, never doubled
+	active *activity     // one count per pending signal, until it is handled
 
 	mu          sync.Mutex
 	desired     *corev1.Pod
@@ -65,13 +67,16 @@ func newPodWorkers(clk clock.WithTickerAndDelayedExecution, sync syncFunc, kill 
 		ctx:        ctx,
 		cancel:     cancel,
 		workers:    map[types.UID]*podWorker{},
+		active:     &activity{},
 	}
 }
 
 func (w *podWorker) wake() {
+	w.active.add(1) // before the send: the worker may handle it at once
 	select {
 	case w.signal <- struct{}{}:
 	default:
+		w.active.add(-1) // one is pending already
 	}
 }
 
@@ -85,7 +90,7 @@ func (p *podWorkers) UpdatePod(pod *corev1.Pod) {
 	}
 	w, ok := p.workers[pod.UID]
 	if !ok {
-		w = &podWorker{uid: pod.UID, signal: make(chan struct{}, 1), desired: pod}
+		w = &podWorker{uid: pod.UID, signal: make(chan struct{}, 1), desired: pod, active: p.active}
 		p.workers[pod.UID] = w
 		p.wg.Add(1)
 		go p.run(w)
@@ -159,41 +164,54 @@ func (p *podWorkers) run(w *podWorker) {
 			p.mu.Lock()
 			delete(p.workers, w.uid)
 			p.mu.Unlock()
+			select {
+			case <-w.signal: // never handled now
+				p.active.add(-1)
+			default:
+			}
 			return
 		case <-w.signal:
 		}
-		w.mu.Lock()
-		if w.timer != nil {
-			w.timer.Stop()
-			w.timer = nil
+		exit := p.handle(w)
+		p.active.add(-1) // after the next timer is armed
+		if exit {
+			return
 		}
-		pod, terminating := w.desired, w.terminating
-		ctx, cancel := context.WithCancel(p.ctx)
-		w.cancelSync = cancel
-		w.mu.Unlock()
-
-		if terminating {
-			cancel()
-			_ = p.kill(p.ctx, pod) // errors are logged by kill; the runtime is re-listed on start
-			if p.finishTermination(w) {
-				return
-			}
-			continue
-		}
-
-		res := p.sync(ctx, pod)
-		cancel()
-		d := res.requeueAfter
-		if res.err != nil && p.ctx.Err() == nil {
-			d = p.errBackoff
-		}
-		w.mu.Lock()
-		w.cancelSync = nil
-		if d > 0 && !w.terminating {
-			w.timer = p.clock.AfterFunc(d, w.wake)
-		}
-		w.mu.Unlock()
 	}
+}
+
+// handle runs one sync or the termination of w; exit reports that the
+// worker is gone.
+func (p *podWorkers) handle(w *podWorker) (exit bool) {
+	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	pod, terminating := w.desired, w.terminating
+	ctx, cancel := context.WithCancel(p.ctx)
+	w.cancelSync = cancel
+	w.mu.Unlock()
+
+	if terminating {
+		cancel()
+		_ = p.kill(p.ctx, pod) // errors are logged by kill; the runtime is re-listed on start
+		return p.finishTermination(w)
+	}
+
+	res := p.sync(ctx, pod)
+	cancel()
+	d := res.requeueAfter
+	if res.err != nil && p.ctx.Err() == nil {
+		d = p.errBackoff
+	}
+	w.mu.Lock()
+	w.cancelSync = nil
+	if d > 0 && !w.terminating {
+		w.timer = p.clock.AfterFunc(d, w.wake)
+	}
+	w.mu.Unlock()
+	return false
 }
 
 // finishTermination removes the worker, unless the pod was re-added while

@@ -13,19 +13,19 @@ import (
 
 // Image is a registry image of the simulated node.
 type Image struct {
-	Ref  string
-	Size int64 // bytes
+	Ref  string // image reference, e.g. "registry.sim/app-0:1"
+	Size int64  // bytes
 }
 
 // Runtime is the simulated node's settings, the same for both modes.
 type Runtime struct {
 	Scale          float64 // every latency and period is multiplied by Scale
 	Bandwidth      int64   // bytes per second per download, before Scale
-	MaxDownloads   int
-	MaxConcurrency int // runtime-wide cap on unary calls
-	StoreLock      bool
-	Seed           int64
-	Images         []Image
+	MaxDownloads   int     // downloads at once (crisim.WithMaxConcurrentDownloads)
+	MaxConcurrency int     // runtime-wide cap on unary calls
+	StoreLock      bool    // List calls queue behind mutations (crisim.WithStoreLock)
+	Seed           int64   // seed of the latency samples
+	Images         []Image // the registry's images
 }
 
 // Options returns the crisim options for r.
@@ -95,15 +95,15 @@ func DefaultRuntime(scale float64) Runtime {
 
 // PodOptions shape a generated pod.
 type PodOptions struct {
-	Name          string
-	Namespace     string
-	Init          []string // images of regular init containers
-	InitRun       time.Duration
-	Sidecars      []string // images of restartable init containers
-	Containers    []string // images of regular containers
-	RestartPolicy corev1.RestartPolicy
+	Name          string                   // the pod's name
+	Namespace     string                   // default "default"
+	Init          []string                 // images of regular init containers
+	InitRun       time.Duration            // how long each init container runs before it exits 0
+	Sidecars      []string                 // images of restartable init containers
+	Containers    []string                 // images of regular containers
+	RestartPolicy corev1.RestartPolicy     // default Always
 	ExitAfter     map[string]time.Duration // container name → scripted exit
-	ExitCode      map[string]int
+	ExitCode      map[string]int           // container name → code of its scripted exit
 }
 
 // Pod builds a pod: init containers "init-N" that run for InitRun,

@@ -1,0 +1,4 @@
+package agent
+
+// Quiescent exposes quiescent to the external tests.
+func (a *Agent) Quiescent() bool { return a.quiescent() }
