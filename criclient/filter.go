@@ -2,13 +2,13 @@ package criclient
 
 import (
 	"slices"
-	"strings"
 
+	"github.com/syncpod/syncpod/internal/crifilter"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // The filters below reproduce, on a snapshot, what containerd and CRI-O do
-// with a filter on the runtime side:
+// with a filter on the runtime side (package internal/crifilter):
 //   - Id: an exact ID, or a prefix that matches exactly one ID (both
 //     runtimes resolve truncated IDs); an unknown or ambiguous prefix
 //     matches nothing;
@@ -23,59 +23,16 @@ import (
 // Matches are cloned: the snapshot is shared and callers may modify what
 // they get.
 
-// resolveID returns the ID that id denotes among ids (exact, or unique
-// prefix), or "" with ok=false when it denotes none.
-func resolveID(id string, ids func(yield func(string) bool)) (string, bool) {
-	match := ""
-	n := 0
-	for candidate := range ids {
-		if candidate == id {
-			return id, true
-		}
-		if strings.HasPrefix(candidate, id) && candidate != match {
-			match = candidate
-			n++
-		}
-	}
-	return match, n == 1
-}
-
-func labelsMatch(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
 func filterPodSandboxes(items []*runtimeapi.PodSandbox, f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
-	id := f.GetId()
-	if id != "" {
-		var ok bool
-		id, ok = resolveID(id, func(yield func(string) bool) {
-			for _, s := range items {
-				if !yield(s.GetId()) {
-					return
-				}
-			}
-		})
-		if !ok {
-			return []*runtimeapi.PodSandbox{}
-		}
+	id, ok := crifilter.ResolveID(f.GetId(), crifilter.IDs(items))
+	if !ok {
+		return []*runtimeapi.PodSandbox{}
 	}
 	out := make([]*runtimeapi.PodSandbox, 0, len(items))
 	for _, s := range items {
-		if id != "" && s.GetId() != id {
-			continue
+		if crifilter.MatchSandbox(f, id, crifilter.SandboxOf(s)) {
+			out = append(out, clonePodSandbox(s))
 		}
-		if f.GetState() != nil && f.GetState().GetState() != s.GetState() {
-			continue
-		}
-		if !labelsMatch(f.GetLabelSelector(), s.GetLabels()) {
-			continue
-		}
-		out = append(out, clonePodSandbox(s))
 	}
 	return out
 }
@@ -83,38 +40,19 @@ func filterPodSandboxes(items []*runtimeapi.PodSandbox, f *runtimeapi.PodSandbox
 // filterContainers returns ok=false when the filter cannot be decided on the
 // snapshot (see PodSandboxId above).
 func filterContainers(items []*runtimeapi.Container, f *runtimeapi.ContainerFilter) (_ []*runtimeapi.Container, ok bool) {
-	id, sandboxID := f.GetId(), f.GetPodSandboxId()
+	sandboxID := f.GetPodSandboxId()
 	if sandboxID != "" && !slices.ContainsFunc(items, func(c *runtimeapi.Container) bool { return c.GetPodSandboxId() == sandboxID }) {
 		return nil, false
 	}
-	if id != "" {
-		var ok bool
-		id, ok = resolveID(id, func(yield func(string) bool) {
-			for _, c := range items {
-				if !yield(c.GetId()) {
-					return
-				}
-			}
-		})
-		if !ok {
-			return []*runtimeapi.Container{}, true
-		}
+	id, ok := crifilter.ResolveID(f.GetId(), crifilter.IDs(items))
+	if !ok {
+		return []*runtimeapi.Container{}, true
 	}
 	out := make([]*runtimeapi.Container, 0, len(items))
 	for _, c := range items {
-		if id != "" && c.GetId() != id {
-			continue
+		if crifilter.MatchContainer(f, id, sandboxID, crifilter.ContainerOf(c)) {
+			out = append(out, cloneContainer(c))
 		}
-		if sandboxID != "" && c.GetPodSandboxId() != sandboxID {
-			continue
-		}
-		if f.GetState() != nil && f.GetState().GetState() != c.GetState() {
-			continue
-		}
-		if !labelsMatch(f.GetLabelSelector(), c.GetLabels()) {
-			continue
-		}
-		out = append(out, cloneContainer(c))
 	}
 	return out, true
 }

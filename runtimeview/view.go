@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncpod/syncpod/internal/crifilter"
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -194,16 +195,15 @@ func (v *View) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandbox
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	id := filter.GetId()
-	if id != "" {
-		var ok bool
-		if id, ok = resolveID(id, v.sandboxes); !ok {
-			return []*runtimeapi.PodSandbox{}, nil
-		}
+	// The filter is applied as containerd applies it (internal/crifilter):
+	// an unknown or ambiguous Id matches nothing.
+	id, ok := crifilter.ResolveKey(filter.GetId(), v.sandboxes)
+	if !ok {
+		return []*runtimeapi.PodSandbox{}, nil
 	}
 	out := make([]*runtimeapi.PodSandbox, 0, len(v.sandboxes))
 	for _, e := range v.sandboxes {
-		if matchSandbox(e.item, id, filter) {
+		if crifilter.MatchSandbox(filter, id, crifilter.SandboxOf(e.item)) {
 			out = append(out, e.item)
 		}
 	}
@@ -219,21 +219,19 @@ func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	id, sandboxID := filter.GetId(), filter.GetPodSandboxId()
-	var ok bool
-	if id != "" {
-		if id, ok = resolveID(id, v.containers); !ok {
-			return []*runtimeapi.Container{}, nil
-		}
+	// An unknown or ambiguous Id or PodSandboxId matches nothing; the
+	// PodSandboxId is resolved against the view's sandboxes.
+	id, ok := crifilter.ResolveKey(filter.GetId(), v.containers)
+	if !ok {
+		return []*runtimeapi.Container{}, nil
 	}
-	if sandboxID != "" {
-		if sandboxID, ok = resolveID(sandboxID, v.sandboxes); !ok {
-			return []*runtimeapi.Container{}, nil
-		}
+	sandboxID, ok := crifilter.ResolveKey(filter.GetPodSandboxId(), v.sandboxes)
+	if !ok {
+		return []*runtimeapi.Container{}, nil
 	}
 	out := make([]*runtimeapi.Container, 0, len(v.containers))
 	for _, e := range v.containers {
-		if matchContainer(e.item, id, sandboxID, filter) {
+		if crifilter.MatchContainer(filter, id, sandboxID, crifilter.ContainerOf(e.item)) {
 			out = append(out, e.item)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/syncpod/syncpod/internal/crifilter"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -424,19 +425,9 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 		sid := resolveID(f.GetPodSandboxId(), r.sandboxes)
 		out := []*runtimeapi.Container{}
 		for _, c := range r.containers {
-			if id != "" && c.id != id {
-				continue
+			if crifilter.MatchContainer(f, id, sid, crifilter.Container{ID: c.id, PodSandboxID: c.sandboxID, State: c.state, Labels: c.config.Labels}) {
+				out = append(out, c.summary())
 			}
-			if sid != "" && c.sandboxID != sid {
-				continue
-			}
-			if f.GetState() != nil && f.GetState().GetState() != c.state {
-				continue
-			}
-			if !labelsMatch(f.GetLabelSelector(), c.config.Labels) {
-				continue
-			}
-			out = append(out, c.summary())
 		}
 		slices.SortFunc(out, func(a, b *runtimeapi.Container) int {
 			return cmpCreated(a.CreatedAt, b.CreatedAt, a.Id, b.Id)

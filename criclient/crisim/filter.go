@@ -2,44 +2,20 @@ package crisim
 
 import (
 	"cmp"
-	"strings"
 
+	"github.com/syncpod/syncpod/internal/crifilter"
 	"k8s.io/utils/clock"
 )
 
-// resolveID turns a filter id into a full id the way containerd does: an
-// exact id, or a prefix matching exactly one id. An unmatched or ambiguous
-// prefix is kept as is (so it matches nothing). Empty stays empty (no filter).
+// resolveID turns a filter id into a full id the way containerd does
+// (internal/crifilter): an exact id, or a prefix matching exactly one id.
+// An unmatched or ambiguous prefix is kept as is, so it is compared as an
+// exact id (a prefix thus matches nothing). Empty stays empty (no filter).
 func resolveID[T any](id string, byID map[string]T) string {
-	if id == "" {
-		return ""
+	if full, ok := crifilter.ResolveKey(id, byID); ok {
+		return full
 	}
-	if _, ok := byID[id]; ok {
-		return id
-	}
-	found := ""
-	for full := range byID {
-		if strings.HasPrefix(full, id) {
-			if found != "" {
-				return id
-			}
-			found = full
-		}
-	}
-	if found == "" {
-		return id
-	}
-	return found
-}
-
-// labelsMatch reports whether labels hold every key/value of selector.
-func labelsMatch(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
+	return id
 }
 
 func cmpCreated(a, b int64, idA, idB string) int {

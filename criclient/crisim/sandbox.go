@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/syncpod/syncpod/internal/crifilter"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -234,16 +235,9 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSan
 		id := resolveID(f.GetId(), r.sandboxes)
 		out := []*runtimeapi.PodSandbox{}
 		for _, s := range r.sandboxes {
-			if id != "" && s.id != id {
-				continue
+			if crifilter.MatchSandbox(f, id, crifilter.Sandbox{ID: s.id, State: s.state, Labels: s.config.Labels}) {
+				out = append(out, s.summary())
 			}
-			if f.GetState() != nil && f.GetState().GetState() != s.state {
-				continue
-			}
-			if !labelsMatch(f.GetLabelSelector(), s.config.Labels) {
-				continue
-			}
-			out = append(out, s.summary())
 		}
 		slices.SortFunc(out, func(a, b *runtimeapi.PodSandbox) int {
 			return cmpCreated(a.CreatedAt, b.CreatedAt, a.Id, b.Id)
