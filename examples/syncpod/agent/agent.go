@@ -87,7 +87,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, errors.New("agent: New: runtime and image services are required")
 	}
 	cfg := config{mode: ModeSyncPod, clock: clock.RealClock{}, log: zap.NewNop(), scale: 1,
-		startParallel: 8, pullParallel: 10, sampleEvery: 20 * time.Millisecond}
+		startParallel: 8, pullParallel: DefaultPullParallelism, sampleEvery: 20 * time.Millisecond}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -197,7 +197,7 @@ func (a *Agent) Apply(u PodUpdate) {
 			// sandbox: they are the long pole of a start.
 			sb := sandboxConfig(pod, 0)
 			for _, image := range podImages(pod) {
-				_, _ = a.images.ensure(a.ctx, pod.UID, image, sb)
+				_, _ = a.images.ensure(a.ctx, pod.UID, image, pullPriority(pod, image), sb)
 			}
 		}
 		a.workers.UpdatePod(pod)

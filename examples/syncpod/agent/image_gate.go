@@ -41,7 +41,12 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 	g.s = asyncpull.New(img,
 		asyncpull.WithClock(clk),
 		asyncpull.WithLogger(log),
+		// No more pulls in the runtime than it downloads at once: pulls
+		// beyond that wait inside the runtime in an order of its own, and
+		// an init image, which every later step of its pods waits for,
+		// could come last. Queued here, they start by priority.
 		asyncpull.WithMaxParallel(cfg.pullParallel),
+		asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{Aging: cfg.scaled(PullPriorityAging)}),
 		asyncpull.WithBackOff(cfg.scaled(ImagePullBackoff), cfg.scaled(300*time.Second)),
 		asyncpull.WithNotify(func(uid types.UID) {
 			wake(uid)
@@ -59,10 +64,10 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 	return g
 }
 
-func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, sb *runtimeapi.PodSandboxConfig) (bool, error) {
+func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, priority int32, sb *runtimeapi.PodSandboxConfig) (bool, error) {
 	// The interest lives as long as the pod: forget (Cancel) ends it.
 	res := g.s.Ensure(context.Background(), asyncpull.Request{Image: image, PullPolicy: asyncpull.PullIfNotPresent,
-		PodSandboxConfig: sb, PodUID: uid})
+		PodSandboxConfig: sb, PodUID: uid, Priority: priority})
 	if res.State == asyncpull.StateQueued || res.State == asyncpull.StatePulling {
 		g.await(uid, image)
 	} else {

@@ -87,6 +87,18 @@ func containerConfig(pod *corev1.Pod, step containerStart) *runtimeapi.Container
 	}
 }
 
+// pullPriority is the queue priority of a pull of image for pod: 1 for an
+// image of an init container (the pod's whole start waits for it), 0 for
+// the rest.
+func pullPriority(pod *corev1.Pod, image string) int32 {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Image == image {
+			return 1
+		}
+	}
+	return 0
+}
+
 // podImages lists the distinct images of pod in start order.
 func podImages(pod *corev1.Pod) []string {
 	seen := map[string]bool{}

@@ -99,7 +99,20 @@ func WithTimeScale(f float64) Option {
 // WithMetrics registers the agent's Prometheus collectors with r.
 func WithMetrics(r prometheus.Registerer) Option { return func(c *config) { c.registerer = r } }
 
-// WithPullParallelism caps concurrent background pulls (syncpod mode).
+// DefaultPullParallelism is the default cap on pulls sent to the runtime at
+// once (syncpod mode): containerd's default max_concurrent_downloads. Pulls
+// beyond the runtime's download slots would only wait inside it, in its
+// order rather than the agent's (init images first); set it to the
+// runtime's value with WithPullParallelism.
+const DefaultPullParallelism = 3
+
+// PullPriorityAging is the queue wait (scaled by WithTimeScale) worth one
+// priority level, so regular containers' images never starve behind a
+// stream of init images.
+const PullPriorityAging = 10 * time.Second
+
+// WithPullParallelism caps concurrent background pulls (syncpod mode,
+// default DefaultPullParallelism).
 func WithPullParallelism(n int) Option { return func(c *config) { c.pullParallel = n } }
 
 // WithStartParallelism caps concurrent container starts per pod (syncpod mode).

@@ -23,8 +23,9 @@ var ErrImagePull = errors.New("ErrImagePull")
 type imageGate interface {
 	// ensure reports whether image is present. When it is not, a pull is
 	// started (or joined) and wake(uid) is called when it ends; err is the
-	// last failure while the image is in pull back-off.
-	ensure(ctx context.Context, uid types.UID, image string, sb *runtimeapi.PodSandboxConfig) (ready bool, err error)
+	// last failure while the image is in pull back-off. Queued pulls of a
+	// higher priority start first (see pullPriority).
+	ensure(ctx context.Context, uid types.UID, image string, priority int32, sb *runtimeapi.PodSandboxConfig) (ready bool, err error)
 	// inFlight is the number of pulls running or queued.
 	inFlight() int
 	// forget drops uid's interest in its pulls (the pod was deleted).
@@ -45,7 +46,7 @@ type blockingPuller struct {
 	inflight int
 }
 
-func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string, sb *runtimeapi.PodSandboxConfig) (bool, error) {
+func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string, _ int32, sb *runtimeapi.PodSandboxConfig) (bool, error) {
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	st, err := p.img.ImageStatus(ctx, spec, false)
 	if err != nil {

@@ -64,7 +64,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 	}
 	start := func(step containerStart) error {
 		t := a.clock.Now()
-		_, err := a.images.ensure(ctx, pod.UID, step.spec.Image, sb)
+		_, err := a.images.ensure(ctx, pod.UID, step.spec.Image, 0, sb)
 		d := a.clock.Since(t)
 		a.blocked.add(d)
 		a.pods.addPullWait(pod.UID, d)

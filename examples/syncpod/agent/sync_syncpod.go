@@ -63,7 +63,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	var pullErrs []error
 	waiting := false
 	for _, image := range podImages(pod) {
-		ok, err := a.images.ensure(ctx, pod.UID, image, sb)
+		ok, err := a.images.ensure(ctx, pod.UID, image, pullPriority(pod, image), sb)
 		ready[image] = ok
 		if err != nil {
 			pullErrs = append(pullErrs, err)
