@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -36,17 +35,10 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		st = &PodStatus{UID: pod.UID}
 		st.index()
 	}
-	acts := computePodActions(pod, st, a.backoff, false)
-	a.observe(pod, st, acts)
-	if acts.podFailed && st.SandboxReady {
-		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {
-			return syncResult{err: fmt.Errorf("StopPodSandbox: %w", err)}
-		}
+	acts, sbAttempt, early, done := a.beginSync(ctx, pod, st, false)
+	if done {
+		return early
 	}
-	if acts.finished {
-		return syncResult{}
-	}
-	sbAttempt := sandboxAttempt(st, acts)
 	sb := sandboxConfig(pod, sbAttempt)
 	sandboxID := st.SandboxID
 	if acts.createSandbox {

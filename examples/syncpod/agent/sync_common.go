@@ -79,6 +79,25 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 	}
 }
 
+// beginSync computes the pod's actions from st and does what every sync does
+// first, in both modes: record what it saw, and stop the sandbox of a pod
+// that has failed for good. chain is computePodActions' chain argument. When
+// done is true the sync ends with res; otherwise sbAttempt is the sandbox
+// attempt the sync works on.
+func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
+	acts = computePodActions(pod, st, a.backoff, chain)
+	a.observe(pod, st, acts)
+	if acts.podFailed && st.SandboxReady {
+		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {
+			return acts, 0, syncResult{err: fmt.Errorf("StopPodSandbox: %w", err)}, true
+		}
+	}
+	if acts.finished {
+		return acts, 0, syncResult{}, true
+	}
+	return acts, sandboxAttempt(st, acts), syncResult{}, false
+}
+
 func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
 	if acts.createSandbox {
 		return acts.sandboxAttempt

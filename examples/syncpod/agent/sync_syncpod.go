@@ -44,17 +44,10 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		return syncResult{requeueAfter: expectWait}
 	}
 	a.cache.Set(pod.UID, st, nil, now)
-	acts := computePodActions(pod, st, a.backoff, true)
-	a.observe(pod, st, acts)
-	if acts.podFailed && st.SandboxReady {
-		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {
-			return syncResult{err: fmt.Errorf("StopPodSandbox: %w", err)}
-		}
+	acts, sbAttempt, early, done := a.beginSync(ctx, pod, st, true)
+	if done {
+		return early
 	}
-	if acts.finished {
-		return syncResult{}
-	}
-	sbAttempt := sandboxAttempt(st, acts)
 	sb := sandboxConfig(pod, sbAttempt)
 
 	// Every image of the pod, now: pulls overlap sandbox creation and the
