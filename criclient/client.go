@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -97,12 +96,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 		c.methods[name] = m
 	}
 	for class, l := range cfg.limits {
-		if l.MaxInFlight > 0 {
-			c.gates[class].slots = semaphore.NewWeighted(int64(l.MaxInFlight))
-		}
-		if l.QPS > 0 {
-			c.gates[class].bucket = newTokenBucket(cfg.clock, l.QPS, l.Burst)
-		}
+		c.gates[class] = newGate(l, cfg.clock)
 	}
 
 	dialOpts := append([]grpc.DialOption{

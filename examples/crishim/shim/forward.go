@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/syncpod/syncpod/criclient"
 )
 
 // forward sends one unary call to the backend after admission. The
@@ -27,7 +29,8 @@ func forward[Req, Resp any](s *Shim, ctx context.Context, method string, req Req
 // shim accepted before Drain and must still complete.
 func admitAndCall[Req, Resp any](s *Shim, ctx context.Context, method string, req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var zero Resp
-	release, err := s.gates[methodClass[method]].acquire(ctx)
+	class, _ := criclient.MethodClass(method) // an unknown method counts as a read
+	release, err := s.gates[class].Acquire(ctx)
 	if err != nil {
 		return zero, status.FromContextError(err).Err()
 	}

@@ -68,7 +68,7 @@ type Shim struct {
 	img       runtimeapi.ImageServiceClient
 	client    *criclient.Client // feeds the view
 	view      *runtimeview.View
-	gates     [numClasses]*gate
+	gates     [numClasses]*criclient.Gate
 	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
 	drain     chan struct{}   // closed by Drain: streams end, new calls fail
 	drainOnce sync.Once
@@ -85,7 +85,7 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	}
 	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
 	for c := range s.gates {
-		s.gates[c] = newGate(cfg.Limits[c])
+		s.gates[c] = criclient.NewGate(cfg.Limits[c], nil)
 	}
 	target, err := unixTarget(endpoint)
 	if err != nil {
