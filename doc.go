@@ -30,7 +30,7 @@
 //     that changed, plus a memo for slow lookups.
 //   - [github.com/syncpod/syncpod/locks]: exact keyed mutexes, striped RW locks
 //     and copy-on-write snapshots for per-pod state.
-//   - [github.com/syncpod/syncpod/runtimeview]: a local view of the runtime's
+//   - [github.com/syncpod/syncpod/criclient/runtimeview]: a local view of the runtime's
 //     sandboxes and containers fed by its event stream and a periodic relist,
 //     which answers Lists from memory with read-your-writes and a staleness
 //     bound and fans the event stream out to many subscribers.

@@ -75,5 +75,5 @@
 // to the end (#106675); a pull over the QPS limit fails instead of waiting; and a pod in
 // ImagePullBackOff is re-synced on its worker's own ~10s error back-off, polling an image
 // back-off of up to 300s instead of being woken when it ends. asyncpull fixes each of these;
-// see benchmarks/asyncpull.txt for a simulated 50-pod burst.
+// see asyncpull/benchmarks.txt for a simulated 50-pod burst.
 package asyncpull

@@ -84,7 +84,7 @@
 // in that loop rather than golang.org/x/sync/semaphore: a semaphore would
 // need a goroutine parked per runnable node, and errgroup's cancel-on-first
 // error and lack of per-task results fit neither failure policy. Run's
-// overhead is under a microsecond per node (benchmarks/concurrentstart.txt).
+// overhead is under a microsecond per node (concurrentstart/benchmarks.txt).
 //
 // # Compared with the kubelet
 //

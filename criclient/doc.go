@@ -73,7 +73,7 @@
 // model with 100 listers and 50 RunPodSandbox in flight, p99 ListContainers
 // latency drops from 623 ms (plain gRPC) to 7 ms with WithListSnapshots(1s),
 // 50x to 163x across runs, and the runtime sees 1.4 List calls per burst
-// instead of 101 (benchmarks/criclient.txt, BenchmarkListDuringSandboxBurst).
+// instead of 101 (criclient/benchmarks.txt, BenchmarkListDuringSandboxBurst).
 //
 // # Testing
 //

@@ -14,7 +14,7 @@ CONTAINERD=v2.4.2
 RUNC=v1.5.3
 CRITOOLS=v1.37.0
 CNI=v1.10.0
-want="containerd=$CONTAINERD runc=$RUNC critools=$CRITOOLS cni=$CNI"
+want="containerd=$CONTAINERD runc=$RUNC+seccomp critools=$CRITOOLS cni=$CNI"
 
 have_all() {
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] || return 1
@@ -34,8 +34,8 @@ fi
 command -v go >/dev/null || { echo "install-realnode: the go command is not on PATH (Go 1.26 is needed)" >&2; exit 1; }
 # gcc and the C headers are needed for the cgo builds of containerd and runc
 # (hack/realnode-prereqs.sh installs every Debian package the tests need).
-if ! command -v gcc >/dev/null || [ ! -e /usr/include/stdio.h ]; then
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev
+if ! command -v gcc >/dev/null || [ ! -e /usr/include/stdio.h ] || ! pkg-config --exists libseccomp 2>/dev/null; then
+  bash "$(dirname "$0")/realnode-prereqs.sh"
 fi
 
 export GOFLAGS=-buildvcs=false
@@ -43,7 +43,8 @@ echo "installing containerd $CONTAINERD, runc $RUNC, cri-tools $CRITOOLS, CNI $C
 GOBIN="$bin" CGO_ENABLED=1 go install -tags "no_btrfs no_devmapper no_zfs" \
   github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD
 GOBIN="$bin" go install github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD
-GOBIN="$bin" CGO_ENABLED=1 go install github.com/opencontainers/runc@$RUNC
+# seccomp: the real kubelet asks every sandbox for the RuntimeDefault profile.
+GOBIN="$bin" CGO_ENABLED=1 go install -tags seccomp github.com/opencontainers/runc@$RUNC
 GOBIN="$bin" go install sigs.k8s.io/cri-tools/cmd/crictl@$CRITOOLS
 GOBIN="$cni" go install \
   github.com/containernetworking/plugins/plugins/main/bridge@$CNI \

@@ -4,12 +4,15 @@
 #   gcc, libc6-dev   cgo builds of containerd and runc
 #   ca-certificates  go install over HTTPS from the module proxy
 #   iproute2         ip netns, for tests that give pods their own network
-#   util-linux       nsenter (Essential on Debian, listed for minimal images)
+#   util-linux       nsenter and unshare (Essential on Debian, listed for minimal images)
+#   libseccomp-dev,  runc built with seccomp (the real kubelet asks every sandbox
+#   pkg-config       for the RuntimeDefault profile; runc without it refuses them)
+#   busybox-static   /bin/busybox, the static binary the critest images are built from
 # Packages already installed are left alone; with nothing missing it does
 # not touch apt at all.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev ca-certificates iproute2 util-linux)
+pkgs=(gcc libc6-dev ca-certificates iproute2 util-linux libseccomp-dev pkg-config busybox-static)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -106,7 +106,7 @@
 //
 // At idle with 100 pods of 3 containers the relisting PLEG makes 120
 // runtime calls a minute; the evented one about 1.2 (a probe a minute and a
-// 2-call relist every 5 minutes). See benchmarks/pleg.txt.
+// 2-call relist every 5 minutes). See pleg/benchmarks.txt.
 //
 // # Runtime and cache
 //

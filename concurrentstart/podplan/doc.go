@@ -46,5 +46,5 @@
 // back to back and the regular containers in parallel, so starting a pod
 // costs about its critical path: with 1 init and 8 regular containers at
 // 150 ms per CreateContainer and StartContainer, about 0.6 s instead of
-// about 2.7 s (benchmarks/concurrentstart.txt).
+// about 2.7 s (concurrentstart/benchmarks.txt).
 package podplan

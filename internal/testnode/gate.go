@@ -123,3 +123,24 @@ func findBinaries(dir string) (binaries, error) {
 	}
 	return b, nil
 }
+
+// Need fails or skips t, by the same rule as [Start], when err says a
+// prerequisite of a real-node test is missing (a binary, an image, a Debian
+// package): under SYNCPOD_REALNODE=require or CI=true it is a failure naming
+// what is missing, otherwise a skip. It does nothing when err is nil. Every
+// real-node test that can be missing something goes through Need or Start,
+// so that CI never reports a silent skip as a pass.
+func Need(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	m, merr := currentMode()
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	if m == modeOff {
+		t.Skipf("testnode: disabled by %s=off", EnvMode)
+	}
+	unavailable(t, m, fmt.Errorf("%s: %v", what, err))
+}

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 // GetContainerEvents serves a subscription of the view's one upstream

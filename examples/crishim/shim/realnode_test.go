@@ -51,9 +51,8 @@ const critestSeed = 1
 func TestRealNodeCritestThroughShim(t *testing.T) {
 	n := testnode.Start(t, testnode.WithPodNetwork(), testnode.WithMirroredRegistries("registry.k8s.io", "gcr.io", "k8s.gcr.io"))
 	critest := filepath.Join(os.Getenv("HOME"), ".cache/syncpod/node/bin/critest")
-	if _, err := os.Stat(critest); err != nil {
-		t.Skipf("critest not installed: %v", err)
-	}
+	_, err := os.Stat(critest)
+	testnode.Need(t, "critest (bash hack/install-realnode.sh)", err)
 	seed := int64(critestSeed)
 	if v := os.Getenv("SYNCPOD_CRITEST_SEED"); v != "" {
 		var err error
@@ -204,9 +203,7 @@ func startShim(t *testing.T, n *testnode.Node, cfg shim.Config) string {
 func pushCritestImages(t *testing.T, n *testnode.Node) {
 	t.Helper()
 	bb, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		t.Skipf("critest images need busybox-static (/bin/busybox): %v", err)
-	}
+	testnode.Need(t, "the critest images need busybox-static (/bin/busybox; bash hack/realnode-prereqs.sh)", err)
 	out, err := exec.Command("/bin/busybox", "--list-full").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient"
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 var (

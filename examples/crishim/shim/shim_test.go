@@ -16,7 +16,7 @@ import (
 
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/crishim/shim"
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 func TestSocketMode(t *testing.T) {

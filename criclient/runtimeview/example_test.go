@@ -9,7 +9,7 @@ import (
 
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 // A view over a simulated runtime: a mutation reported with SandboxChanged

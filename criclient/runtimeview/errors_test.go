@@ -13,7 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/syncpod/syncpod/criclient"
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 // stubSource is a runtime whose Lists answer at once (empty, or listErr),

@@ -14,7 +14,7 @@ import (
 
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/runtimeview"
+	"github.com/syncpod/syncpod/criclient/runtimeview"
 )
 
 func setup(t *testing.T, simOpts []crisim.Option, opts ...runtimeview.Option) (*crisim.Server, *criclient.Client, *runtimeview.View) {
