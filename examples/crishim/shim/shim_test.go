@@ -80,12 +80,15 @@ func TestPassthroughReadYourWrites(t *testing.T) {
 	if _, err := sv.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "nope"}); status.Code(err) != codes.NotFound {
 		t.Errorf("PodSandboxStatus of unknown id: %v, want NotFound", err)
 	}
-	// Only the view's one relist reached the backend.
-	// Only the view's relists reached the backend: the first one and the
-	// one after its event stream opened.
-	if n := srv.Runtime().Calls("ListPodSandbox"); n > 2 {
-		t.Errorf("backend saw %d ListPodSandbox calls, want at most 2 (the view's relists)", n)
-	}
+	// Only the view's own relists reached the backend: how many there are
+	// depends on the machine (a relist on connect, another when the event
+	// stream opens or breaks), but each is one ListPodSandbox, and none of
+	// the test's Lists may add one. A relist in flight is counted by the
+	// backend before the view counts it, so wait for the two to agree; a
+	// List forwarded to the backend would keep them apart for good.
+	eventually(t, "backend ListPodSandbox calls to equal the view's relists", func() bool {
+		return srv.Runtime().Calls("ListPodSandbox") == int64(sv.shim.View().Stats().Relists)
+	})
 }
 
 // A hung mutation does not hold up reads, even with the mutating class at
