@@ -15,8 +15,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/examples/crishim/shim"
 	"github.com/syncpod/syncpod/criclient/runtimeview"
+	"github.com/syncpod/syncpod/examples/crishim/shim"
 )
 
 func TestSocketMode(t *testing.T) {
