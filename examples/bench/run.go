@@ -87,6 +87,8 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	startups := map[string]time.Duration{}
 	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log),
 		agent.WithHealthThreshold(sc.HealthThreshold),
+		// The stall scenario's unhealthy time is seconds long: sample finely.
+		agent.WithHealthSampling(20*time.Millisecond),
 		agent.WithEventHook(func(e agent.Event) {
 			if e.Type == agent.EventRunning {
 				mu.Lock()

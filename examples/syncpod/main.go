@@ -136,7 +136,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer client.Close(context.Background())
 
 	reg := prometheus.NewRegistry()
-	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg))
+	progress := newProgress(out, !o.json && isTerminal(out))
+	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg),
+		agent.WithEventHook(progress.observe))
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,6 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer shutdown()
 	}
 
-	progress := newProgress(out, !o.json && isTerminal(out))
 	start := time.Now()
 	if o.manifests != "" {
 		apply := a.Apply

@@ -87,7 +87,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, errors.New("agent: New: runtime and image services are required")
 	}
 	cfg := config{mode: ModeSyncPod, clock: clock.RealClock{}, log: zap.NewNop(), scale: 1,
-		startParallel: 8, pullParallel: DefaultPullParallelism, sampleEvery: 20 * time.Millisecond}
+		startParallel: 8, pullParallel: DefaultPullParallelism, sampleEvery: DefaultHealthSampling}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -98,6 +98,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
+	if cfg.sampleEvery <= 0 {
+		cfg.sampleEvery = DefaultHealthSampling
+	}
 	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
 		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())

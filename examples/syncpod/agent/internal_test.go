@@ -247,3 +247,21 @@ func TestPodWorkersKillCancelsRunningSync(t *testing.T) {
 		t.Fatalf("cancelled=%v killed=%v exited=%d", cancelled.Load(), killed.Load(), exited.Load())
 	}
 }
+
+// A long-lived agent keeps a bounded record of startups: the latest
+// StartupWindow, oldest first, and the count of all.
+func TestStartupRingIsBounded(t *testing.T) {
+	var r startupRing
+	for i := 1; i <= 2*StartupWindow+10; i++ {
+		r.add(time.Duration(i))
+	}
+	got := r.ordered()
+	if len(got) != StartupWindow || r.total != 2*StartupWindow+10 {
+		t.Fatalf("kept %d of %d, want %d of %d", len(got), r.total, StartupWindow, 2*StartupWindow+10)
+	}
+	for i, d := range got {
+		if want := time.Duration(StartupWindow + 11 + i); d != want {
+			t.Fatalf("startup %d = %v, want %v (oldest first)", i, d, want)
+		}
+	}
+}

@@ -129,8 +129,15 @@ func WithSafetyRelist(d time.Duration) Option { return func(c *config) { c.safet
 // WithEventHook calls f for each Event (outside the agent's locks).
 func WithEventHook(f func(Event)) Option { return func(c *config) { c.hook = f } }
 
-// WithHealthSampling sets how often PLEG health is sampled for Stats and
-// metrics (default 20 ms).
+// DefaultHealthSampling is how often an agent samples PLEG health by
+// default. Health changes on the scale of the thresholds (minutes), so a
+// second is precise enough, and an idle agent wakes no more often than that.
+const DefaultHealthSampling = time.Second
+
+// WithHealthSampling sets how often PLEG health is sampled for Stats, the
+// health metric and EventHealth (default DefaultHealthSampling; not
+// scaled). A benchmark that integrates unhealthy time over a short stall
+// samples more often; zero or negative keeps the default.
 func WithHealthSampling(d time.Duration) Option { return func(c *config) { c.sampleEvery = d } }
 
 func (c *config) scaled(d time.Duration) time.Duration {

@@ -135,7 +135,36 @@ type podRecords struct {
 	byUID *xsync.MapOf[types.UID, *podRecord]
 
 	mu       sync.Mutex
-	startups []time.Duration
+	startups startupRing
+}
+
+// StartupWindow is how many of the latest pod startup latencies an agent
+// keeps for Stats: a long-lived agent holds a bounded record, and
+// percentiles describe its recent past.
+const StartupWindow = 1024
+
+// startupRing keeps the latest StartupWindow startups and counts them all.
+type startupRing struct {
+	buf   []time.Duration
+	next  int // where the next one goes once buf is full
+	total int
+}
+
+func (r *startupRing) add(d time.Duration) {
+	r.total++
+	if len(r.buf) < StartupWindow {
+		r.buf = append(r.buf, d)
+		return
+	}
+	r.buf[r.next] = d
+	r.next = (r.next + 1) % StartupWindow
+}
+
+// ordered returns the kept startups, oldest first.
+func (r *startupRing) ordered() []time.Duration {
+	out := make([]time.Duration, 0, len(r.buf))
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
 }
 
 func newPodRecords() *podRecords {
@@ -180,7 +209,7 @@ func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *pod
 	r.with(uid, func(rec *podRecord) { startup, first = rec.observe(now, st, a) })
 	if first {
 		r.mu.Lock()
-		r.startups = append(r.startups, startup)
+		r.startups.add(startup)
 		r.mu.Unlock()
 	}
 	return startup, first
@@ -257,10 +286,10 @@ func (r *podRecords) reports() []PodReport {
 	return out
 }
 
-func (r *podRecords) startupLatencies() []time.Duration {
+func (r *podRecords) startupLatencies() ([]time.Duration, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.startups...)
+	return r.startups.ordered(), r.startups.total
 }
 
 func (r *podRecords) len() int { return r.byUID.Size() }
@@ -295,7 +324,8 @@ func (a *Agent) Snapshot() Snapshot {
 
 // Stats are the agent's totals, for the benchmark table.
 type Stats struct {
-	Startups      []time.Duration // every pod startup latency observed, in order
+	Startups      []time.Duration // the latest StartupWindow pod startup latencies, oldest first
+	StartupsTotal int             // every pod startup observed
 	WorkerBlocked time.Duration   // sum over workers of time blocked in pulls and cache waits
 	MaxRelist     time.Duration   // the longest relist
 	PLEGUnhealthy time.Duration   // time the PLEG reported unhealthy, after its first success
@@ -314,9 +344,11 @@ func (a *Agent) Stats() Stats {
 	if a.lifecycle != nil {
 		ps = a.lifecycle.p.Stats()
 	}
+	startups, total := a.pods.startupLatencies()
 	return Stats{
 		PLEG:          ps,
-		Startups:      a.pods.startupLatencies(),
+		Startups:      startups,
+		StartupsTotal: total,
 		WorkerBlocked: a.blocked.get(),
 		MaxRelist:     a.maxRelist(),
 		PLEGUnhealthy: a.unhealthy.get(),
