@@ -1,0 +1,44 @@
+// Package admission is a node-wide start admission that many pod workers
+// share: it grants runtime work (sandbox creation, container create and
+// start) pod by pod in arrival order, under a bound that adapts to the
+// runtime's measured latency.
+//
+// On a node whose runtime is CPU-bound (runc processes on a few cores),
+// starting every pod at once makes every pod wait for the whole burst: the
+// calls share the cores and all finish near the end. Starting them one
+// after another leaves the cores idle between calls. A Controller does
+// neither: it keeps about as much work in flight as the runtime absorbs
+// without slowing down, and hands the free slots to the pod that arrived
+// first, so pods finish progressively, in order, at the burst's full
+// throughput.
+//
+// Each runtime call a worker makes is wrapped in a grant:
+//
+//	g, err := ctl.Acquire(ctx, string(pod.UID), priority)
+//	if err != nil {
+//		return err // ctx ended, the pod was forgotten, or ctl closed
+//	}
+//	_, err = rt.StartContainer(ctx, id)
+//	g.Release(err)
+//
+// and Forget(pod) is called once the pod is up or deleted, so its place in
+// line is dropped and any of its work still queued fails with ErrForgotten.
+//
+// Order: a request is served before another when its pod's effective
+// priority is higher, then when its pod arrived first (a pod arrives with
+// its first Acquire), then when it was asked first. The effective priority
+// is the priority given to Acquire plus one for every WithAging interval
+// the request has waited, so a low-priority pod is never starved.
+//
+// Bound: a Limiter decides how many grants may be held at once. The
+// default, AIMD, raises the bound by one per bound's worth of grants that
+// finished no slower than Tolerance times the fastest recent latency, and
+// multiplies it by Backoff when a grant was slower or failed with an
+// overload error (deadline exceeded, resource exhausted, unavailable), as
+// TCP's congestion control and concurrency-limit libraries do: the bound
+// settles where latency starts to grow, which is where the runtime is
+// saturated but not oversubscribed. Fixed is a constant bound.
+//
+// A Controller is safe for concurrent use; Close fails every queued and
+// later request with ErrClosed. Grants already held stay valid.
+package admission
