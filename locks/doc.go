@@ -14,7 +14,7 @@
 //
 // Usage:
 //
-//	km := locks.NewKeyedMutex[types.UID]()
+//	var km locks.KeyedMutex[types.UID] // the zero value is ready, like sync.Mutex
 //	if err := km.Lock(ctx, pod.UID); err != nil {
 //		return err // ctx done: we do not hold the lock
 //	}
@@ -27,7 +27,8 @@
 // and keeps its map in xsync.MapOf so that operations on different keys do
 // not meet on one global mutex.
 //
-// Guarantees: mutual exclusion per key; a Lock that returns an error does
+// Guarantees: mutual exclusion per key; zero values ready to use; a nil
+// context is an *ArgError; a Lock that returns an error does
 // not hold the key; no goroutines are started; KeyedMutex.Len returns to
 // zero once every key is unlocked.
 package locks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/puzpuzpuz/xsync/v3"
 )
@@ -22,9 +23,11 @@ import (
 // a lock or a cache line. Waiters queue in FIFO order and the lock is handed
 // to the first of them on Unlock, so no waiter starves.
 //
-// The zero KeyedMutex is not usable; call NewKeyedMutex. A KeyedMutex must
-// not be copied after first use.
+// The zero KeyedMutex is an unlocked KeyedMutex ready to use, like
+// sync.Mutex; NewKeyedMutex returns one too. A KeyedMutex must not be
+// copied after first use.
 type KeyedMutex[K comparable] struct {
+	init sync.Once
 	// locked maps each locked key to its waiters (nil: none).
 	locked *xsync.MapOf[K, *waitQueue]
 }
@@ -38,7 +41,16 @@ type waitQueue struct {
 
 // NewKeyedMutex returns a KeyedMutex with no keys.
 func NewKeyedMutex[K comparable]() *KeyedMutex[K] {
-	return &KeyedMutex[K]{locked: xsync.NewMapOf[K, *waitQueue]()}
+	m := &KeyedMutex[K]{}
+	m.keys()
+	return m
+}
+
+// keys returns the map of locked keys, made on first use so that the zero
+// value works.
+func (m *KeyedMutex[K]) keys() *xsync.MapOf[K, *waitQueue] {
+	m.init.Do(func() { m.locked = xsync.NewMapOf[K, *waitQueue]() })
+	return m.locked
 }
 
 // Lock locks key, waiting until it is free or ctx is done. It returns nil
@@ -49,13 +61,13 @@ func NewKeyedMutex[K comparable]() *KeyedMutex[K] {
 // caller holds waits for ctx.
 func (m *KeyedMutex[K]) Lock(ctx context.Context, key K) error {
 	if ctx == nil {
-		return fmt.Errorf("locks: KeyedMutex.Lock: %w", ErrNilContext)
+		return &ArgError{Method: "KeyedMutex.Lock", Arg: "ctx", Reason: "must not be nil"}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locks: KeyedMutex.Lock: %w", err)
 	}
 	var turn chan struct{}
-	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
+	m.keys().Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
 		if !loaded {
 			return nil, false // free: now locked by us
 		}
@@ -74,7 +86,7 @@ func (m *KeyedMutex[K]) Lock(ctx context.Context, key K) error {
 		return nil
 	case <-ctx.Done():
 	}
-	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
+	m.keys().Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
 		if q != nil {
 			if i := slices.Index(q.waiters, turn); i >= 0 {
 				q.waiters = slices.Delete(q.waiters, i, i+1)
@@ -90,10 +102,10 @@ func (m *KeyedMutex[K]) Lock(ctx context.Context, key K) error {
 // TryLock locks key if it is free and reports whether it did. It never
 // waits.
 func (m *KeyedMutex[K]) TryLock(key K) bool {
-	if _, held := m.locked.Load(key); held {
+	if _, held := m.keys().Load(key); held {
 		return false
 	}
-	_, held := m.locked.LoadOrStore(key, nil)
+	_, held := m.keys().LoadOrStore(key, nil)
 	return !held
 }
 
@@ -103,7 +115,7 @@ func (m *KeyedMutex[K]) TryLock(key K) bool {
 // nothing.
 func (m *KeyedMutex[K]) Unlock(key K) error {
 	held := true
-	m.locked.Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
+	m.keys().Compute(key, func(q *waitQueue, loaded bool) (*waitQueue, bool) {
 		if !loaded {
 			held = false
 			return nil, true
@@ -119,7 +131,7 @@ func (m *KeyedMutex[K]) Unlock(key K) error {
 // Len returns the number of keys currently locked. It is what the mutex
 // holds in memory, and drops back to zero when all keys are unlocked.
 func (m *KeyedMutex[K]) Len() int {
-	return m.locked.Size()
+	return m.keys().Size()
 }
 
 // handOff releases a held key inside Compute: it wakes the first waiter,

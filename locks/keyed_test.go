@@ -97,8 +97,9 @@ func TestKeyedMutexNoEntryLeak(t *testing.T) {
 
 func TestKeyedMutexLockContext(t *testing.T) {
 	km := locks.NewKeyedMutex[string]()
-	if err := km.Lock(nil, "a"); !errors.Is(err, locks.ErrNilContext) { //nolint:staticcheck // nil ctx is the input under test
-		t.Fatalf("nil ctx: %v", err)
+	var ae *locks.ArgError
+	if err := km.Lock(nil, "a"); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
+		t.Fatalf("nil ctx: %v, want *ArgError for ctx", err)
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -23,7 +23,11 @@ const DefaultStripes = 256
 // Locking two keys at once can deadlock if they share a stripe, or if two
 // goroutines take their stripes in opposite order; lock one key at a time.
 // Unlocking an unlocked stripe is a run-time error, as with sync.RWMutex.
+//
+// The zero Striped is ready to use with DefaultStripes stripes, like
+// sync.RWMutex. A Striped must not be copied after first use.
 type Striped[K comparable] struct {
+	init    sync.Once
 	seed    maphash.Seed
 	mask    uint64
 	stripes []paddedRWMutex
@@ -45,12 +49,22 @@ func NewStriped[K comparable](n int) *Striped[K] {
 	if n > 1<<30 {
 		n = 1 << 30
 	}
+	s := &Striped[K]{}
+	s.init.Do(func() { s.setup(n) })
+	return s
+}
+
+// setup makes n stripes (rounded up to a power of two) and the hash seed.
+func (s *Striped[K]) setup(n int) {
 	size := 1 << bits.Len(uint(n-1))
-	return &Striped[K]{
-		seed:    maphash.MakeSeed(),
-		mask:    uint64(size - 1),
-		stripes: make([]paddedRWMutex, size),
-	}
+	s.seed = maphash.MakeSeed()
+	s.mask = uint64(size - 1)
+	s.stripes = make([]paddedRWMutex, size)
+}
+
+// ready sets up a zero Striped with DefaultStripes on first use.
+func (s *Striped[K]) ready() {
+	s.init.Do(func() { s.setup(DefaultStripes) })
 }
 
 // Lock write-locks key's stripe.
@@ -69,11 +83,15 @@ func (s *Striped[K]) RUnlock(key K) { s.stripe(key).RUnlock() }
 func (s *Striped[K]) TryLock(key K) bool { return s.stripe(key).TryLock() }
 
 // Stripes returns the number of stripes.
-func (s *Striped[K]) Stripes() int { return len(s.stripes) }
+func (s *Striped[K]) Stripes() int {
+	s.ready()
+	return len(s.stripes)
+}
 
 // Index returns the stripe key uses, in [0, Stripes()). Keys with the same
 // index share a lock.
 func (s *Striped[K]) Index(key K) int {
+	s.ready()
 	return int(maphash.Comparable(s.seed, key) & s.mask)
 }
 
