@@ -25,9 +25,10 @@ import (
 // Set wakes only that key's waiters, and on a min-heap of global waiters so
 // that UpdateTime wakes only the waiters whose minTime it passes.
 //
-// The zero Cache is not usable; call New. A Cache must not be copied after
-// first use.
+// The zero Cache is an empty Cache ready to use, as New returns. A Cache
+// must not be copied after first use.
 type Cache[K comparable, V any] struct {
+	init    sync.Once
 	entries *xsync.MapOf[K, *entry[V]]
 	// live counts the entries holding a record, for Len. It is striped so
 	// that creating and deleting keys from many goroutines does not make
@@ -66,20 +67,41 @@ type entry[V any] struct {
 }
 
 // New returns an empty Cache.
+//
+// New cannot fail: its only option is a hint. It returns no error, as
+// constructors without a required dependency or a refusable option do in
+// every syncpod package.
 func New[K comparable, V any](opts ...Option) *Cache[K, V] {
-	o := options{}
+	o := config{}
 	for _, opt := range opts {
 		if opt != nil {
-			opt.apply(&o)
+			opt(&o)
 		}
 	}
-	var m *xsync.MapOf[K, *entry[V]]
-	if o.sizeHint > 0 {
-		m = xsync.NewMapOf[K, *entry[V]](xsync.WithPresize(o.sizeHint))
+	c := &Cache[K, V]{}
+	c.init.Do(func() { c.setup(o.sizeHint) })
+	return c
+}
+
+func (c *Cache[K, V]) setup(sizeHint int) {
+	if sizeHint > 0 {
+		c.entries = xsync.NewMapOf[K, *entry[V]](xsync.WithPresize(sizeHint))
 	} else {
-		m = xsync.NewMapOf[K, *entry[V]]()
+		c.entries = xsync.NewMapOf[K, *entry[V]]()
 	}
-	return &Cache[K, V]{entries: m, live: xsync.NewCounter()}
+	c.live = xsync.NewCounter()
+}
+
+// table returns the entries, set up on first use of a zero Cache.
+func (c *Cache[K, V]) table() *xsync.MapOf[K, *entry[V]] {
+	c.init.Do(func() { c.setup(0) })
+	return c.entries
+}
+
+// counter returns the live-entry counter, set up with the table.
+func (c *Cache[K, V]) counter() *xsync.Counter {
+	c.table()
+	return c.live
 }
 
 // Get returns the value and error stored for key. It never blocks and takes
@@ -98,7 +120,7 @@ func (c *Cache[K, V]) Get(key K) (V, error) {
 func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updated bool) {
 	var rec *record[V]
 	for {
-		e, ok := c.entries.Load(key)
+		e, ok := c.table().Load(key)
 		if ok {
 			// Lock-free refusal: a live entry's time only grows, so a newer
 			// record seen here refuses this Set linearizably.
@@ -106,7 +128,7 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 				return false
 			}
 		} else {
-			e, _ = c.entries.LoadOrCompute(key, newEntry[V])
+			e, _ = c.table().LoadOrCompute(key, newEntry[V])
 		}
 		if rec == nil {
 			rec = &record[V]{value: value, err: err, modified: timestamp}
@@ -123,7 +145,7 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 		}
 		e.rec.Store(rec)
 		if old == nil {
-			c.live.Inc()
+			c.counter().Inc()
 		}
 		changed := e.changed
 		e.changed = nil
@@ -143,14 +165,14 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 // tombstone: a later Set with any timestamp is accepted. Subscribers are
 // called (with Deleted set) only if an entry was removed.
 func (c *Cache[K, V]) Delete(key K) {
-	if _, ok := c.entries.Load(key); !ok {
+	if _, ok := c.table().Load(key); !ok {
 		return
 	}
 	var (
 		changed chan struct{}
 		removed *record[V]
 	)
-	c.entries.Compute(key, func(e *entry[V], loaded bool) (*entry[V], bool) {
+	c.table().Compute(key, func(e *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
 			return e, true
 		}
@@ -158,7 +180,7 @@ func (c *Cache[K, V]) Delete(key K) {
 		defer e.mu.Unlock()
 		removed = e.rec.Swap(nil)
 		if removed != nil {
-			c.live.Dec()
+			c.counter().Dec()
 		}
 		changed, e.changed = e.changed, nil
 		if e.waiters == 0 {
@@ -211,7 +233,7 @@ func (c *Cache[K, V]) GetNewerThan(ctx context.Context, key K, minTime time.Time
 	}
 	if ctx == nil {
 		var zero V
-		return zero, fmt.Errorf("statecache: GetNewerThan: %w", ErrNilContext)
+		return zero, &ArgError{Method: "GetNewerThan", Arg: "ctx", Reason: "must not be nil"}
 	}
 	if err := ctx.Err(); err != nil {
 		var zero V
@@ -269,7 +291,7 @@ var closedChan = func() chan struct{} {
 // minTime (done), counts a waiter on it and returns the channel to wait on.
 func (c *Cache[K, V]) register(key K, minTime time.Time) (e *entry[V], changed chan struct{}, rec *record[V], done bool) {
 	for {
-		e, _ = c.entries.LoadOrCompute(key, newEntry[V])
+		e, _ = c.table().LoadOrCompute(key, newEntry[V])
 		e.mu.Lock()
 		if e.dead {
 			e.mu.Unlock()
@@ -310,7 +332,7 @@ func (c *Cache[K, V]) unregister(key K, e *entry[V]) {
 // removeIfEmpty removes e from the map if it is still key's entry and holds
 // neither a record nor waiters.
 func (c *Cache[K, V]) removeIfEmpty(key K, e *entry[V]) {
-	c.entries.Compute(key, func(cur *entry[V], loaded bool) (*entry[V], bool) {
+	c.table().Compute(key, func(cur *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
 			return cur, true
 		}
@@ -340,7 +362,7 @@ func (c *Cache[K, V]) Subscribe(fn func(Change[K, V])) (unsubscribe func()) {
 
 // load returns key's current record, or nil.
 func (c *Cache[K, V]) load(key K) *record[V] {
-	if e, ok := c.entries.Load(key); ok {
+	if e, ok := c.table().Load(key); ok {
 		return e.rec.Load()
 	}
 	return nil
@@ -365,30 +387,3 @@ func (r *record[V]) get() (V, error) {
 }
 
 func newEntry[V any]() *entry[V] { return &entry[V]{} }
-
-// waitingOn returns the number of GetNewerThan calls blocked on key and on
-// the global time; for tests.
-func (c *Cache[K, V]) waitingOn(key K) (onKey, onGlobal int) {
-	if e, ok := c.entries.Load(key); ok {
-		e.mu.Lock()
-		onKey = e.waiters
-		e.mu.Unlock()
-	}
-	return onKey, c.global.len()
-}
-
-// slotCount returns the number of entries in the map, with records or
-// waiters; for tests.
-func (c *Cache[K, V]) slotCount() int {
-	return c.entries.Size()
-}
-
-// changedChan returns the channel key's waiters wait on; for tests.
-func (c *Cache[K, V]) changedChan(key K) chan struct{} {
-	if e, ok := c.entries.Load(key); ok {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return e.changed
-	}
-	return nil
-}

@@ -182,8 +182,9 @@ func TestUpdateTimeIsMonotonic(t *testing.T) {
 
 func TestGetNewerThanContext(t *testing.T) {
 	c := statecache.New[string, int]()
-	if _, err := c.GetNewerThan(nil, "k", at(0)); !errors.Is(err, statecache.ErrNilContext) { //nolint:staticcheck // nil ctx is the input under test
-		t.Fatalf("nil ctx: err = %v", err)
+	var ae *statecache.ArgError
+	if _, err := c.GetNewerThan(nil, "k", at(0)); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
+		t.Fatalf("nil ctx: err = %v, want *ArgError for ctx", err)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

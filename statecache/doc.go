@@ -53,6 +53,14 @@
 // in package locks because it is a cache of state, with the same users as
 // Cache, while locks only provides mutual exclusion.
 //
+// A loader that panics is the caller's bug: the panic is carried out of the
+// shared load and raised again in every Get that waited for it, in that
+// Get's goroutine, and nothing is remembered.
+//
+// The zero Cache is ready to use; a Memo needs NewMemo (its zero value
+// fails Get with an *ArgError saying so). Bad options are *ConfigError, a
+// nil context an *ArgError, Get after Close ErrClosed.
+//
 // Neither type starts a goroutine of its own, except the loads of a Memo,
 // which Memo.Close cancels and waits for.
 package statecache

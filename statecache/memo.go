@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // Memo remembers the results of a slow, rarely-changing lookup, such as a
@@ -72,32 +74,38 @@ type Loader[K ~string, V any] func(ctx context.Context, key K) (V, error)
 type memoResult[V any] struct {
 	value V
 	err   error
+	// panicked holds what the loader panicked with: Get panics with it
+	// again in each caller's goroutine, and nothing is remembered.
+	panicked any
 }
 
 // NewMemo returns a Memo over load. Defaults: TTL one minute, errors not
-// cached, at most 4096 entries, real clock, no load timeout. It returns an
-// error wrapping ErrInvalidOption for a nil loader or an option out of range.
+// cached, at most 4096 entries, real clock, no load timeout. It returns a
+// *ConfigError for a nil loader or an option out of range.
 func NewMemo[K ~string, V any](load Loader[K, V], opts ...MemoOption) (*Memo[K, V], error) {
 	if load == nil {
-		return nil, fmt.Errorf("statecache: NewMemo: nil loader: %w", ErrInvalidOption)
+		return nil, &ConfigError{Option: "load", Reason: "must not be nil"}
 	}
 	o := memoOptions{ttl: time.Minute, maxEntries: 4096, clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if opt != nil {
-			opt.applyMemo(&o)
+			opt(&o)
 		}
+	}
+	bad := func(option, reason string) (*Memo[K, V], error) {
+		return nil, &ConfigError{Option: option, Reason: reason}
 	}
 	switch {
 	case o.ttl <= 0:
-		return nil, fmt.Errorf("statecache: NewMemo: TTL %v must be positive: %w", o.ttl, ErrInvalidOption)
+		return bad("WithTTL", o.ttl.String()+" is not positive")
 	case o.negativeTTL < 0:
-		return nil, fmt.Errorf("statecache: NewMemo: negative TTL %v must not be negative: %w", o.negativeTTL, ErrInvalidOption)
+		return bad("WithNegativeTTL", o.negativeTTL.String()+" is negative")
 	case o.maxEntries <= 0:
-		return nil, fmt.Errorf("statecache: NewMemo: max entries %d must be positive: %w", o.maxEntries, ErrInvalidOption)
+		return bad("WithMaxEntries", fmt.Sprintf("%d is not positive", o.maxEntries))
 	case o.loadTimeout < 0:
-		return nil, fmt.Errorf("statecache: NewMemo: load timeout %v must not be negative: %w", o.loadTimeout, ErrInvalidOption)
-	case o.clock == nil:
-		return nil, fmt.Errorf("statecache: NewMemo: nil clock: %w", ErrInvalidOption)
+		return bad("WithLoadTimeout", o.loadTimeout.String()+" is negative")
+	case o.clock == nil || typednil.Is(o.clock):
+		return bad("WithClock", "must not be nil")
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Memo[K, V]{
@@ -117,7 +125,10 @@ func NewMemo[K ~string, V any](load Loader[K, V], opts ...MemoOption) (*Memo[K, 
 func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
 	var zero V
 	if ctx == nil {
-		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ErrNilContext)
+		return zero, &ArgError{Method: "Memo.Get", Arg: "ctx", Reason: "must not be nil"}
+	}
+	if m == nil || m.load == nil {
+		return zero, &ArgError{Method: "Memo.Get", Arg: "Memo", Reason: "is not initialized: use NewMemo"}
 	}
 	if m.isClosed() {
 		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ErrClosed)
@@ -132,6 +143,9 @@ func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
 	select {
 	case r := <-ch:
 		res := r.Val.(memoResult[V])
+		if res.panicked != nil {
+			panic(res.panicked)
+		}
 		return res.value, res.err
 	case <-ctx.Done():
 		return zero, fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), ctx.Err())
@@ -191,7 +205,10 @@ func (m *Memo[K, V]) loadAndStore(key K) (res memoResult[V]) {
 		ctx, cancel = context.WithTimeout(ctx, m.opts.loadTimeout)
 		defer cancel()
 	}
-	res.value, res.err = m.callLoader(ctx, key)
+	res.value, res.panicked, res.err = m.callLoader(ctx, key)
+	if res.panicked != nil {
+		return res
+	}
 	if res.err != nil {
 		res.err = fmt.Errorf("statecache: Memo.Get(%q): %w", string(key), res.err)
 	}
@@ -223,15 +240,19 @@ func (m *Memo[K, V]) store(key K, res memoResult[V], epoch uint64) {
 	m.results.Add(key, res, ttl)
 }
 
-// callLoader calls the loader, turning a panic into an error.
-func (m *Memo[K, V]) callLoader(ctx context.Context, key K) (v V, err error) {
+// callLoader calls the loader in the shared load's goroutine. A panic
+// there would kill the process where nobody can catch it, so it is caught
+// and handed to the callers, who panic with it in their own goroutines:
+// the loader's bug reaches the code that asked, unchanged.
+func (m *Memo[K, V]) callLoader(ctx context.Context, key K) (v V, panicked any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			var zero V
-			v, err = zero, fmt.Errorf("%w: %v", ErrLoaderPanic, p)
+			v, panicked, err = zero, p, nil
 		}
 	}()
-	return m.load(ctx, key)
+	v, err = m.load(ctx, key)
+	return v, nil, err
 }
 
 func isContextError(err error) bool {
@@ -239,9 +260,7 @@ func isContextError(err error) bool {
 }
 
 // MemoOption configures a Memo.
-type MemoOption interface {
-	applyMemo(*memoOptions)
-}
+type MemoOption func(*memoOptions)
 
 type memoOptions struct {
 	ttl         time.Duration
@@ -251,37 +270,33 @@ type memoOptions struct {
 	clock       clock.PassiveClock
 }
 
-type memoOptionFunc func(*memoOptions)
-
-func (f memoOptionFunc) applyMemo(o *memoOptions) { f(o) }
-
 // WithTTL sets how long a successful result is remembered (default one
 // minute). It must be positive.
 func WithTTL(d time.Duration) MemoOption {
-	return memoOptionFunc(func(o *memoOptions) { o.ttl = d })
+	return func(o *memoOptions) { o.ttl = d }
 }
 
 // WithNegativeTTL makes the Memo remember loader errors for d, so a failing
 // lookup is not retried by every caller. Zero (the default) does not cache
 // errors. Context errors are never cached.
 func WithNegativeTTL(d time.Duration) MemoOption {
-	return memoOptionFunc(func(o *memoOptions) { o.negativeTTL = d })
+	return func(o *memoOptions) { o.negativeTTL = d }
 }
 
 // WithMaxEntries bounds the number of remembered results (default 4096);
 // the least recently used is evicted first. It must be positive.
 func WithMaxEntries(n int) MemoOption {
-	return memoOptionFunc(func(o *memoOptions) { o.maxEntries = n })
+	return func(o *memoOptions) { o.maxEntries = n }
 }
 
 // WithLoadTimeout bounds each loader call. Zero (the default) means no bound
 // other than Close.
 func WithLoadTimeout(d time.Duration) MemoOption {
-	return memoOptionFunc(func(o *memoOptions) { o.loadTimeout = d })
+	return func(o *memoOptions) { o.loadTimeout = d }
 }
 
 // WithClock sets the clock that measures TTLs, for example a
 // k8s.io/utils/clock/testing fake clock in tests.
 func WithClock(c clock.PassiveClock) MemoOption {
-	return memoOptionFunc(func(o *memoOptions) { o.clock = c })
+	return func(o *memoOptions) { o.clock = c }
 }

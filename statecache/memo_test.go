@@ -292,10 +292,27 @@ func TestMemoInvalidateDuringLoadDiscardsResult(t *testing.T) {
 	})
 }
 
-func TestMemoLoaderPanic(t *testing.T) {
-	m := mustMemo(t, func(ctx context.Context, key string) (string, error) { panic("boom") })
-	if _, err := m.Get(context.Background(), "k"); !errors.Is(err, statecache.ErrLoaderPanic) {
-		t.Fatalf("err = %v, want ErrLoaderPanic", err)
+// A panicking loader is the caller's bug: the panic reaches the Get that
+// asked, in its own goroutine, unchanged, instead of killing the process
+// from the shared load's goroutine; nothing is remembered.
+func TestMemoLoaderPanicReachesCaller(t *testing.T) {
+	calls := 0
+	m := mustMemo(t, func(ctx context.Context, key string) (string, error) {
+		calls++
+		panic("boom")
+	})
+	for i := range 2 {
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			_, _ = m.Get(context.Background(), "k")
+			return nil
+		}()
+		if got != "boom" {
+			t.Fatalf("Get %d: recovered %v, want the loader's panic value", i, got)
+		}
+	}
+	if calls != 2 || m.Len() != 0 {
+		t.Fatalf("loader called %d times, %d remembered: a panic must not be cached", calls, m.Len())
 	}
 }
 
@@ -311,16 +328,19 @@ func TestNewMemoInvalidOptions(t *testing.T) {
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := statecache.NewMemo(l.load, opts...); !errors.Is(err, statecache.ErrInvalidOption) {
-				t.Fatalf("err = %v, want ErrInvalidOption", err)
+			var ce *statecache.ConfigError
+			if _, err := statecache.NewMemo(l.load, opts...); !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *ConfigError", err)
 			}
 		})
 	}
-	if _, err := statecache.NewMemo[string, string](nil); !errors.Is(err, statecache.ErrInvalidOption) {
+	var ce *statecache.ConfigError
+	if _, err := statecache.NewMemo[string, string](nil); !errors.As(err, &ce) || ce.Option != "load" {
 		t.Fatalf("nil loader: err = %v", err)
 	}
 	m := mustMemo(t, l.load)
-	if _, err := m.Get(nil, "k"); !errors.Is(err, statecache.ErrNilContext) { //nolint:staticcheck // nil ctx is the input under test
+	var ae *statecache.ArgError
+	if _, err := m.Get(nil, "k"); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
 		t.Fatalf("nil ctx: err = %v", err)
 	}
 }

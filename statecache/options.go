@@ -1,21 +1,15 @@
 package statecache
 
 // Option configures a Cache.
-type Option interface {
-	apply(*options)
-}
+type Option func(*config)
 
-type options struct {
+type config struct {
 	sizeHint int
 }
 
-type optionFunc func(*options)
-
-func (f optionFunc) apply(o *options) { f(o) }
-
 // WithSizeHint presizes the cache for about n keys (for example the expected
-// number of pods on the node), avoiding growth while it fills. n <= 0 keeps
-// the default.
+// number of pods on the node), avoiding growth while it fills. n <= 0 means
+// no hint: a hint cannot be wrong, so it is never refused.
 func WithSizeHint(n int) Option {
-	return optionFunc(func(o *options) { o.sizeHint = n })
+	return func(o *config) { o.sizeHint = n }
 }

@@ -13,7 +13,7 @@ import "time"
 func (c *Cache[K, V]) Len() int {
 	// The striped counter is summed without a lock, so a sum taken while keys
 	// come and go can see a key's removal but not its addition.
-	return int(max(c.live.Value(), 0))
+	return int(max(c.counter().Value(), 0))
 }
 
 // Range calls fn for each key with an entry, with the value, error and
@@ -42,7 +42,7 @@ func (c *Cache[K, V]) Range(fn func(key K, value V, err error, modified time.Tim
 	}
 	// xsync.MapOf.Range copies each bucket under its lock and calls us after
 	// unlocking it, which is what lets fn call back into the cache.
-	c.entries.Range(func(key K, e *entry[V]) bool {
+	c.table().Range(func(key K, e *entry[V]) bool {
 		rec := e.rec.Load() // records are immutable: one load is one consistent record
 		if rec == nil {
 			return true // waiters only, or deleted
