@@ -98,7 +98,8 @@ func TestKeyedMutexNoEntryLeak(t *testing.T) {
 func TestKeyedMutexLockContext(t *testing.T) {
 	km := locks.NewKeyedMutex[string]()
 	var ae *locks.ArgError
-	if err := km.Lock(nil, "a"); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
+	var nilCtx context.Context
+	if err := km.Lock(nilCtx, "a"); !errors.As(err, &ae) || ae.Arg != "ctx" {
 		t.Fatalf("nil ctx: %v, want *ArgError for ctx", err)
 	}
 	done, cancel := context.WithCancel(context.Background())

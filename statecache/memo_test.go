@@ -340,7 +340,8 @@ func TestNewMemoInvalidOptions(t *testing.T) {
 	}
 	m := mustMemo(t, l.load)
 	var ae *statecache.ArgError
-	if _, err := m.Get(nil, "k"); !errors.As(err, &ae) || ae.Arg != "ctx" { //nolint:staticcheck // nil ctx is the input under test
+	var nilCtx context.Context
+	if _, err := m.Get(nilCtx, "k"); !errors.As(err, &ae) || ae.Arg != "ctx" {
 		t.Fatalf("nil ctx: err = %v", err)
 	}
 }
