@@ -51,7 +51,10 @@ func Example() {
 	}
 	defer gen.Stop()
 
-	pulls := asyncpull.New(rt)
+	pulls, err := asyncpull.New(rt)
+	if err != nil {
+		panic(err)
+	}
 	defer pulls.Close()
 
 	pod := &corev1.Pod{
@@ -64,13 +67,16 @@ func Example() {
 
 	// The pod worker: ask for the image, and sleep on the subscription until
 	// the scheduler says a result is ready.
-	sub := pulls.Subscribe(pod.UID)
+	sub, err := pulls.Subscribe(pod.UID)
+	if err != nil {
+		panic(err)
+	}
 	defer sub.Close()
 	req := asyncpull.Request{Image: "app:1", PodUID: pod.UID}
 	res := pulls.Ensure(ctx, req)
 	for res.State != asyncpull.StatePresent {
 		select {
-		case <-sub.C:
+		case <-sub.Events():
 		case <-ctx.Done():
 			panic(ctx.Err())
 		}

@@ -25,7 +25,7 @@ type backoffEntry struct {
 }
 
 // nextBackOffLocked records a failure: 10s, 20s, 40s ... capped, restarting from the initial
-// delay when the previous failure is older than 2*max (as the kubelet's flowcontrol.Backoff).
+// delay when the previous failure is older than 2*max (internal/backoff, the kubelet's rule).
 func (s *Scheduler) nextBackOffLocked(k backoffKey, now time.Time, err error) time.Duration {
 	b := s.backoff[k]
 	if b != nil && len(b.waiting) > 0 && !now.Before(b.until) {
@@ -33,12 +33,11 @@ func (s *Scheduler) nextBackOffLocked(k backoffKey, now time.Time, err error) ti
 		// replaced, so that a retry failing before the dispatcher saw the expiry loses none.
 		s.wakeBackOffLocked(k, b, "", now)
 	}
-	if b == nil || now.Sub(b.last) > 2*s.cfg.backOffMax {
-		b = &backoffEntry{delay: s.cfg.backOffInit}
+	if b == nil {
+		b = &backoffEntry{}
 		s.backoff[k] = b
-	} else {
-		b.delay = min(2*b.delay, s.cfg.backOffMax)
 	}
+	b.delay = s.delays.Fail(k, now)
 	b.until, b.last, b.err = now.Add(b.delay), now, err
 	return b.delay
 }

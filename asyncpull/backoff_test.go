@@ -2,6 +2,7 @@ package asyncpull_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -49,10 +50,12 @@ func (l *wakeLog) none(tb testing.TB) {
 }
 
 // signalled reports whether sub has a pending signal, consuming it.
+// signalled reports whether sub holds a wake-up; a channel closed by the
+// subscription's end is none.
 func signalled(sub *asyncpull.Subscription) bool {
 	select {
-	case <-sub.C:
-		return true
+	case _, ok := <-sub.Events():
+		return ok
 	default:
 		return false
 	}
@@ -62,7 +65,10 @@ func signalled(sub *asyncpull.Subscription) bool {
 func awaitSignal(tb testing.TB, sub *asyncpull.Subscription, what string) {
 	tb.Helper()
 	select {
-	case <-sub.C:
+	case _, ok := <-sub.Events():
+		if !ok {
+			tb.Fatalf("subscription ended (%v) before the wake-up: %s", sub.Err(), what)
+		}
 	case <-time.After(20 * time.Second):
 		tb.Fatalf("no wake-up: %s", what)
 	}
@@ -106,10 +112,10 @@ func TestBackOffExpiryWakesExactlyTheWaitingPod(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
 	log := newWakeLog()
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
 	defer s.Close()
 	ctx := context.Background()
-	subA, subB := s.Subscribe("a"), s.Subscribe("b")
+	subA, subB := mustSub(s.Subscribe("a")), mustSub(s.Subscribe("b"))
 	defer subA.Close()
 	defer subB.Close()
 	reqA := asyncpull.Request{Image: missingImage, PodUID: "a"}
@@ -190,7 +196,7 @@ func TestBackOffExpirySkipsCanceledPods(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
 	log := newWakeLog()
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
 	defer s.Close()
 	ctx := context.Background()
 	failPull(t, s, imgs, asyncpull.Request{Image: missingImage, PodUID: "a"})
@@ -199,7 +205,7 @@ func TestBackOffExpirySkipsCanceledPods(t *testing.T) {
 	}
 	subs := map[types.UID]*asyncpull.Subscription{}
 	for _, p := range []types.UID{"a", "canceled", "ctxdone"} {
-		subs[p] = s.Subscribe(p)
+		subs[p] = mustSub(s.Subscribe(p))
 		defer subs[p].Close()
 	}
 	podCtx, cancelPod := context.WithCancel(ctx)
@@ -233,13 +239,13 @@ func TestBackOffExpiryNoWakeAfterClose(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
 	log := newWakeLog()
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithNotify(log.notify))
 	req := asyncpull.Request{Image: missingImage, PodUID: "a"}
 	failPull(t, s, imgs, req)
 	if p := log.next(t); p != "a" {
 		t.Fatalf("notified %s for the failure, want a", p)
 	}
-	sub := s.Subscribe("a")
+	sub := mustSub(s.Subscribe("a"))
 	defer sub.Close()
 	d := meetBackOff(t, context.Background(), s, clk, req)
 	eventually(t, "back-off timer armed", clk.HasWaiters)
@@ -253,13 +259,16 @@ func TestBackOffExpiryNoWakeAfterClose(t *testing.T) {
 	if signalled(sub) {
 		t.Fatal("pod woken after Close")
 	}
+	if !errors.Is(sub.Err(), asyncpull.ErrClosed) {
+		t.Fatalf("subscription Err after the scheduler's Close: %v, want ErrClosed", sub.Err())
+	}
 	log.none(t)
 }
 
 func TestBackOffExpiryLateSubscription(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
 	req := asyncpull.Request{Image: missingImage, PodUID: "a"}
@@ -271,7 +280,7 @@ func TestBackOffExpiryLateSubscription(t *testing.T) {
 	// A subscription made after the back-off ended is signalled at once, like one made after
 	// a result is ready ...
 	eventually(t, "late subscription signalled", func() bool {
-		sub := s.Subscribe("a")
+		sub := mustSub(s.Subscribe("a"))
 		defer sub.Close()
 		return signalled(sub)
 	})
@@ -279,7 +288,7 @@ func TestBackOffExpiryLateSubscription(t *testing.T) {
 	if res := s.Ensure(ctx, req); res.State != asyncpull.StateQueued && res.State != asyncpull.StatePulling {
 		t.Fatalf("Ensure after the back-off = %+v, want a new pull", res)
 	}
-	sub := s.Subscribe("a")
+	sub := mustSub(s.Subscribe("a"))
 	defer sub.Close()
 	if signalled(sub) {
 		t.Fatal("subscription signalled for a back-off expiry already collected")
@@ -293,11 +302,11 @@ func TestBackOffExpiryWakesAfterClockJump(t *testing.T) {
 	// the pod is woken, however far the clock jumps.
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	req := asyncpull.Request{Image: missingImage, PodUID: "a"}
 	failPull(t, s, imgs, req)
-	sub := s.Subscribe("a")
+	sub := mustSub(s.Subscribe("a"))
 	defer sub.Close()
 	meetBackOff(t, context.Background(), s, clk, req)
 	eventually(t, "back-off timer armed", clk.HasWaiters)
@@ -314,13 +323,13 @@ func (c lateTimers) NewTimer(d time.Duration) clock.Timer { return c.FakeClock.N
 func TestBackOffRetryByAnotherPodWakesWaiters(t *testing.T) {
 	fake := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(lateTimers{fake}), asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithClock(lateTimers{fake}), asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
 	reqA := asyncpull.Request{Image: missingImage, PodUID: "a"}
 	reqB := asyncpull.Request{Image: missingImage, PodUID: "b"}
 	failPull(t, s, imgs, reqA)
-	subA, subB := s.Subscribe("a"), s.Subscribe("b")
+	subA, subB := mustSub(s.Subscribe("a")), mustSub(s.Subscribe("b"))
 	defer subA.Close()
 	defer subB.Close()
 	d := meetBackOff(t, ctx, s, fake, reqA)

@@ -181,9 +181,9 @@ func runBurst(b *testing.B, strategy string) burstResult {
 	case "parallel-kubelet":
 		puller = parallelPuller{c}
 	case "asyncpull":
-		puller = schedPuller{asyncpull.New(c, asyncpull.WithMaxParallel(benchDownloads), asyncpull.WithNotify(workers.notify))}
+		puller = schedPuller{newScheduler(c, asyncpull.WithMaxParallel(benchDownloads), asyncpull.WithNotify(workers.notify))}
 	case "asyncpull-serial":
-		puller = schedPuller{asyncpull.New(c, asyncpull.WithMaxParallel(1), asyncpull.WithNotify(workers.notify))}
+		puller = schedPuller{newScheduler(c, asyncpull.WithMaxParallel(1), asyncpull.WithNotify(workers.notify))}
 	}
 	res := burstResult{ready: make([]time.Duration, benchPods), blocked: make([]time.Duration, benchPods)}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -40,7 +40,7 @@ func startSim(tb testing.TB, opts ...crisim.Option) (*crisim.Runtime, *criclient
 
 func TestSimDedupeOneDownload(t *testing.T) {
 	rt, c := startSim(t, crisim.WithRegistryImage("nginx:1.27", 8<<20), crisim.WithPullBandwidth(64<<20))
-	s := asyncpull.New(c)
+	s := newScheduler(c)
 	defer s.Close()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func TestSimLimitsHold(t *testing.T) {
 		opts = append(opts, crisim.WithRegistryImage(fmt.Sprintf("registry.example/app%d:v1", i), 2<<20))
 	}
 	rt, c := startSim(t, append(opts, crisim.WithPullBandwidth(64<<20))...)
-	s := asyncpull.New(c, asyncpull.WithMaxParallel(2), asyncpull.WithQPS(0, 0))
+	s := newScheduler(c, asyncpull.WithMaxParallel(2), asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -96,7 +96,7 @@ func TestSimLimitsHold(t *testing.T) {
 func TestSimCancelHungPull(t *testing.T) {
 	rt, c := startSim(t, crisim.WithRegistryImage("busybox:1.36", 1<<20))
 	rt.HangNext("PullImage", 1)
-	s := asyncpull.New(c)
+	s := newScheduler(c)
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.Ensure(ctx, asyncpull.Request{Image: "busybox:1.36", PodUID: "deleted"})
@@ -110,7 +110,7 @@ func TestSimCancelHungPull(t *testing.T) {
 
 func TestSimErrorsClassified(t *testing.T) {
 	rt, c := startSim(t, crisim.WithRegistryImage("private/app:v1", 1<<20))
-	s := asyncpull.New(c)
+	s := newScheduler(c)
 	defer s.Close()
 	ctx := context.Background()
 	_, err := s.Wait(ctx, asyncpull.Request{Image: "missing/app:v1", PodUID: "a"})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -87,12 +86,6 @@ func (s *Scheduler) dispatch() (time.Time, []Event) {
 	if len(s.queue) == 0 {
 		return wake, nil
 	}
-	if s.cfg.qps > 0 {
-		if el := now.Sub(s.tokensAt); el > 0 {
-			s.tokens = min(float64(s.cfg.burst), s.tokens+el.Seconds()*s.cfg.qps)
-		}
-		s.tokensAt = now
-	}
 	items := make([]QueueItem, len(s.queue))
 	for i, o := range s.queue {
 		items[i] = QueueItem{Image: o.key.image, Registry: o.registry, Priority: o.priority, SizeHint: o.size,
@@ -123,13 +116,10 @@ func (s *Scheduler) dispatch() (time.Time, []Event) {
 		if o.large && s.largeRunning >= s.cfg.largeSlots {
 			continue
 		}
-		if s.cfg.qps > 0 {
-			if s.tokens < 1 {
-				need := time.Duration((1-s.tokens)/s.cfg.qps*float64(time.Second)) + time.Nanosecond
-				wake = minTime(wake, now.Add(need))
-				break
-			}
-			s.tokens--
+		if s.tokens != nil && !s.tokens.AllowN(now, 1) {
+			need := time.Duration((1-s.tokens.TokensAt(now))/s.cfg.qps*float64(time.Second)) + time.Nanosecond
+			wake = minTime(wake, now.Add(need))
+			break
 		}
 		started[o] = true
 		events = append(events, s.startLocked(o, now))
@@ -172,11 +162,11 @@ func (s *Scheduler) startLocked(o *op, now time.Time) Event {
 
 func (s *Scheduler) runPull(ctx context.Context, o *op) {
 	defer s.wg.Done()
-	ref, err := s.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: o.key.image}, o.auth, o.sandbox)
+	ref, err := s.pullImage(ctx, o)
 	var size uint64
 	if err == nil {
 		// Like the kubelet, read the size back for the record; errors here do not fail the pull.
-		if st, serr := s.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); serr == nil {
+		if st, serr := s.imageStatus(ctx, ref); serr == nil {
 			size = st.GetImage().GetSize()
 		}
 	}
@@ -207,6 +197,7 @@ func (s *Scheduler) runPull(ctx context.Context, o *op) {
 		rec.present, rec.ref, rec.checkedAt = true, ref, now
 		rec.pulledWith[o.cred] = true
 		delete(s.backoff, backoffKey{image: o.key.image, cred: o.key.cred})
+		s.delays.Reset(backoffKey{image: o.key.image, cred: o.key.cred})
 		s.log.Info("pulled image", s.fields(o, zap.Duration("duration", dur), zap.Uint64("size", size), zap.Int("waiters", len(o.waiters)))...)
 		s.finishLocked(o, Result{State: StatePresent, Image: o.key.image, ImageRef: ref})
 		return

@@ -3,9 +3,12 @@
 //
 // # Use
 //
-//	s := asyncpull.New(imageService,            // criclient.Client, cri-api's fake, ...
+//	s, err := asyncpull.New(imageService,       // criclient.Client, cri-api's fake, ...
 //		asyncpull.WithMaxParallel(3),
 //		asyncpull.WithNotify(func(uid types.UID) { podWorkers.Wake(uid) }))
+//	if err != nil {
+//		return err // *ConfigError: a nil service or an option out of range
+//	}
 //	defer s.Close()
 //
 //	// In syncPod, for each container image:
@@ -64,8 +67,14 @@
 //     pulls, waiting pods and back-offs with cumulative counters, for a progress line or a
 //     metrics exporter; WithLogger logs with zap. Credentials never appear in logs,
 //     errors, events or in Request's String, GoString, JSON and zap encodings.
-//   - Close cancels everything, waits for every goroutine the scheduler started and is
-//     idempotent; later calls return ErrClosed.
+//   - Close cancels everything, waits for every goroutine the scheduler started, ends every
+//     Subscription (its channel closes, Err is ErrClosed) and is idempotent; later calls
+//     return ErrClosed.
+//   - Misuse: New refuses a nil or typed-nil image service and out-of-range options with a
+//     *ConfigError (WithMaxParallel(0) is unlimited, negative values are refused); a nil
+//     context is an *ArgError. A panic inside the image service (a zero-value fake with nil
+//     maps) fails that pull or presence check with a *PanicError instead of killing the
+//     process. Pacing uses golang.org/x/time/rate; back-off follows internal/backoff.
 //
 // # Compared with the kubelet
 //

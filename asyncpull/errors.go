@@ -80,7 +80,28 @@ func (e *RequestError) Error() string {
 // Unwrap returns the wrapped errors.
 func (e *RequestError) Unwrap() error { return e.Err }
 
+// ConfigError is a constructor parameter or option that cannot be used.
+type ConfigError struct {
+	Option string // e.g. "WithMaxParallel", or "images" for New's image service
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("asyncpull: %s: %s", e.Option, e.Reason) }
+
+// ArgError is a bad argument to a method, such as a nil context.
+type ArgError struct {
+	Method string // e.g. "Ensure"
+	Arg    string // e.g. "ctx"
+	Reason string
+}
+
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("asyncpull: %s: %s %s", e.Method, e.Arg, e.Reason)
+}
+
 var (
+	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
 	_ error = (*PullError)(nil)
 	_ error = (*RequestError)(nil)
 )

@@ -17,7 +17,10 @@ import (
 func Example() {
 	runtime := critest.NewFakeImageService() // any ImageManagerService: criclient.Client, ...
 	woken := make(chan types.UID, 1)
-	s := asyncpull.New(runtime, asyncpull.WithNotify(func(uid types.UID) { woken <- uid }))
+	s, err := asyncpull.New(runtime, asyncpull.WithNotify(func(uid types.UID) { woken <- uid }))
+	if err != nil {
+		panic(err) // a nil service or an option out of range
+	}
 	defer s.Close()
 
 	req := asyncpull.Request{Image: "nginx", PodUID: "pod-1"}
@@ -34,7 +37,10 @@ func Example() {
 // Requests for one image share one PullImage, whatever the spelling of the reference.
 func ExampleScheduler_Wait() {
 	runtime := critest.NewFakeImageService()
-	s := asyncpull.New(runtime)
+	s, err := asyncpull.New(runtime)
+	if err != nil {
+		panic(err) // a nil service or an option out of range
+	}
 	defer s.Close()
 
 	ctx := context.Background()
@@ -56,7 +62,10 @@ func ExampleScheduler_Wait() {
 
 // Invalid references fail at once with the kubelet's reason and a typed error.
 func ExampleScheduler_Ensure_invalidImageName() {
-	s := asyncpull.New(critest.NewFakeImageService())
+	s, err := asyncpull.New(critest.NewFakeImageService())
+	if err != nil {
+		panic(err) // a nil service or an option out of range
+	}
 	defer s.Close()
 
 	res := s.Ensure(context.Background(), asyncpull.Request{Image: "Not A Reference", PodUID: "p"})
@@ -67,14 +76,20 @@ func ExampleScheduler_Ensure_invalidImageName() {
 
 // Subscribe gives a pod worker a capacity-one wake-up channel.
 func ExampleScheduler_Subscribe() {
-	s := asyncpull.New(critest.NewFakeImageService())
+	s, err := asyncpull.New(critest.NewFakeImageService())
+	if err != nil {
+		panic(err) // a nil service or an option out of range
+	}
 	defer s.Close()
 
-	sub := s.Subscribe("pod-1")
+	sub, err := s.Subscribe("pod-1")
+	if err != nil {
+		panic(err)
+	}
 	defer sub.Close()
 	req := asyncpull.Request{Image: "busybox:1.36", PodUID: "pod-1"}
 	s.Ensure(context.Background(), req)
-	<-sub.C
+	<-sub.Events()
 	fmt.Println(s.Ensure(context.Background(), req).State)
 	// Output:
 	// Present
@@ -85,7 +100,10 @@ func ExampleScheduler_Subscribe() {
 func ExampleScheduler_Stats() {
 	runtime := critest.NewFakeImageService()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := asyncpull.New(runtime, asyncpull.WithClock(clk))
+	s, err := asyncpull.New(runtime, asyncpull.WithClock(clk))
+	if err != nil {
+		panic(err) // a nil service or an option out of range
+	}
 	defer s.Close()
 	ctx := context.Background()
 

@@ -14,7 +14,10 @@ import (
 func TestBackOffEntriesGarbageCollected(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	fake := critest.NewFakeImageService()
-	s := New(fake, WithClock(clk), WithQPS(0, 0))
+	s, err := New(fake, WithClock(clk), WithQPS(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	ctx := context.Background()
 	for i := range 3 {

@@ -232,3 +232,19 @@ func (r *eventRecorder) of(k asyncpull.EventKind) []asyncpull.Event {
 func img(i int) string { return fmt.Sprintf("registry.example/app%d:v1", i) }
 
 func asyncpullUID(s string) types.UID { return types.UID(s) }
+
+// newScheduler is New for tests whose options are valid.
+func newScheduler(images asyncpull.ImageService, opts ...asyncpull.Option) *asyncpull.Scheduler {
+	s, err := asyncpull.New(images, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func mustSub(sub *asyncpull.Subscription, err error) *asyncpull.Subscription {
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}

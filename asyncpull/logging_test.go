@@ -25,7 +25,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	rec := &eventRecorder{}
 	imgs := newTestImages(false)
 	imgs.setFail("registry.example/private:v1", status.Error(codes.Unauthenticated, "unauthorized"))
-	s := asyncpull.New(imgs, asyncpull.WithLogger(zap.New(core)), asyncpull.WithObserver(rec.observe), asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithLogger(zap.New(core)), asyncpull.WithObserver(rec.observe), asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
 	var out []string

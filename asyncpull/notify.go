@@ -7,31 +7,44 @@ import (
 )
 
 // Subscription wakes one pod's worker when a result for the pod is ready or an image back-off
-// the pod met has ended. C has capacity one and is written without blocking: a pending signal
-// stands for any number of completions and expiries ("pod is dirty"), so a slow reader never
-// blocks the scheduler and never misses a wake-up — after each receive, call Ensure for the
-// pod's images to collect the results and start the retries.
+// the pod met has ended. Its channel has capacity one and is written without blocking: a
+// pending signal stands for any number of completions and expiries ("pod is dirty"), so a slow
+// reader never blocks the scheduler, never misses a wake-up and never overflows — after each
+// receive, call Ensure for the pod's images to collect the results and start the retries.
 type Subscription struct {
-	// C receives a value when at least one result for the pod is ready or one of its
-	// back-offs has ended.
-	C <-chan struct{}
-
 	s    *Scheduler
 	pod  types.UID
 	ch   chan struct{}
 	once sync.Once
+	err  error // guarded by s.mu
+}
+
+// Events returns the channel that receives a value when at least one result for the pod is
+// ready or one of its back-offs has ended. It is closed when the subscription ends (Close, or
+// the scheduler's Close).
+func (sub *Subscription) Events() <-chan struct{} { return sub.ch }
+
+// Err says why the subscription ended: nil while it runs or after its own Close, ErrClosed
+// when the scheduler closed first.
+func (sub *Subscription) Err() error {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	return sub.err
 }
 
 // Subscribe returns a subscription for podUID. If results for the pod are already waiting to
 // be collected, or a back-off it met has ended since its last Ensure for that image, C is
-// signalled at once. Close it when the pod is gone.
-func (s *Scheduler) Subscribe(podUID types.UID) *Subscription {
-	ch := make(chan struct{}, 1)
-	sub := &Subscription{C: ch, s: s, pod: podUID, ch: ch}
+// signalled at once. Close it when the pod is gone. It returns an *ArgError for an empty pod
+// and ErrClosed after Close.
+func (s *Scheduler) Subscribe(podUID types.UID) (*Subscription, error) {
+	if podUID == "" {
+		return nil, &ArgError{Method: "Subscribe", Arg: "podUID", Reason: "must not be empty"}
+	}
+	sub := &Subscription{s: s, pod: podUID, ch: make(chan struct{}, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return sub
+		return nil, ErrClosed
 	}
 	m := s.subs[podUID]
 	if m == nil {
@@ -40,22 +53,30 @@ func (s *Scheduler) Subscribe(podUID types.UID) *Subscription {
 	}
 	m[sub] = struct{}{}
 	if len(s.pending[podUID]) > 0 || len(s.retryDue[podUID]) > 0 {
-		ch <- struct{}{}
+		sub.ch <- struct{}{}
 	}
-	return sub
+	return sub, nil
 }
 
-// Close unregisters the subscription. It is idempotent; C is not closed.
-func (sub *Subscription) Close() {
+// Close unregisters the subscription and closes its channel. It is idempotent and returns nil.
+func (sub *Subscription) Close() error {
+	sub.s.mu.Lock()
+	defer sub.s.mu.Unlock()
+	sub.endLocked(nil)
+	return nil
+}
+
+// endLocked ends the subscription once, with why.
+func (sub *Subscription) endLocked(why error) {
 	sub.once.Do(func() {
-		sub.s.mu.Lock()
-		defer sub.s.mu.Unlock()
+		sub.err = why
 		if m := sub.s.subs[sub.pod]; m != nil {
 			delete(m, sub)
 			if len(m) == 0 {
 				delete(sub.s.subs, sub.pod)
 			}
 		}
+		close(sub.ch)
 	})
 }
 

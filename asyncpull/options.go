@@ -1,11 +1,15 @@
 package asyncpull
 
 import (
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/backoff"
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // Defaults. QPS and burst are the kubelet's registryPullQPS/registryBurst; back-off is the
@@ -58,6 +62,49 @@ type config struct {
 	backOffInit   time.Duration
 	backOffMax    time.Duration
 	presentTTL    time.Duration
+	err           *ConfigError // the first option that could not be applied
+}
+
+func (c *config) fail(option, reason string) {
+	if c.err == nil {
+		c.err = &ConfigError{Option: option, Reason: reason}
+	}
+}
+
+// validate refuses the option values New cannot use.
+func (c *config) validate() error {
+	neg := func(option string, v any) error {
+		return &ConfigError{Option: option, Reason: fmt.Sprintf("%v is negative", v)}
+	}
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.maxParallel < 0:
+		return neg("WithMaxParallel", c.maxParallel)
+	case c.perRegistry < 0:
+		return neg("WithMaxParallelPerRegistry", c.perRegistry)
+	case c.qps < 0:
+		return neg("WithQPS", c.qps)
+	case c.qps > 0 && c.burst < 1:
+		return &ConfigError{Option: "WithQPS", Reason: fmt.Sprintf("burst %d is below 1", c.burst)}
+	case c.largeSize < 0:
+		return neg("WithLargeImageLimit", c.largeSize)
+	case c.largeSize > 0 && c.largeSlots < 1:
+		return &ConfigError{Option: "WithLargeImageLimit", Reason: fmt.Sprintf("slots %d is below 1", c.largeSlots)}
+	case c.pullTimeout < 0:
+		return neg("WithPullTimeout", c.pullTimeout)
+	case c.presentTTL < 0:
+		return neg("WithPresentTTL", c.presentTTL)
+	}
+	for domain, n := range c.registryLimit {
+		if n < 0 {
+			return &ConfigError{Option: "WithRegistryLimit", Reason: fmt.Sprintf("%s: %d is negative", domain, n)}
+		}
+	}
+	if err := (backoff.Policy{Initial: c.backOffInit, Max: c.backOffMax}).Validate(); err != nil {
+		return &ConfigError{Option: "WithBackOff", Reason: err.Error()}
+	}
+	return nil
 }
 
 func defaultConfig() config {
@@ -77,16 +124,19 @@ func defaultConfig() config {
 // Option configures a Scheduler.
 type Option func(*config)
 
-// WithClock sets the clock used for QPS, back-off, aging, deadlines and timestamps.
+// WithClock sets the clock used for QPS, back-off, aging, deadlines and timestamps. A nil or
+// typed-nil clock is refused.
 func WithClock(c clock.Clock) Option {
 	return func(o *config) {
-		if c != nil {
-			o.clock = c
+		if c == nil || typednil.Is(c) {
+			o.fail("WithClock", "must not be nil")
+			return
 		}
+		o.clock = c
 	}
 }
 
-// WithLogger sets the logger (default: no-op). Credentials are never logged; they appear as a
+// WithLogger sets the logger (default, and for nil: no-op). Credentials are never logged; they appear as a
 // short keyed-hash fingerprint ("cred" field).
 func WithLogger(l *zap.Logger) Option {
 	return func(o *config) {
@@ -109,12 +159,15 @@ func WithObserver(f func(Event)) Option { return func(o *config) { o.observer = 
 // called back) produces another call afterwards.
 func WithNotify(f func(podUID types.UID)) Option { return func(o *config) { o.notify = f } }
 
-// WithQueuePolicy sets the order of queued pulls (default FIFOPolicy).
+// WithQueuePolicy sets the order of queued pulls (default FIFOPolicy). A nil or typed-nil
+// policy is refused.
 func WithQueuePolicy(p QueuePolicy) Option {
 	return func(o *config) {
-		if p != nil {
-			o.policy = p
+		if p == nil || typednil.Is(p) {
+			o.fail("WithQueuePolicy", "must not be nil")
+			return
 		}
+		o.policy = p
 	}
 }
 
@@ -122,17 +175,21 @@ func WithQueuePolicy(p QueuePolicy) Option {
 func WithCredentialPolicy(p CredentialPolicy) Option { return func(o *config) { o.credentials = p } }
 
 // WithMaxParallel limits PullImage calls in flight node-wide (default DefaultMaxParallel).
-// 1 reproduces the kubelet's serial puller; n <= 0 means unlimited.
+// 1 reproduces the kubelet's serial puller; 0 means unlimited; negative is refused.
 func WithMaxParallel(n int) Option { return func(o *config) { o.maxParallel = n } }
 
 // WithMaxParallelPerRegistry limits PullImage calls in flight per registry domain
-// (default unlimited; n <= 0 means unlimited).
+// (default unlimited; 0 means unlimited; negative is refused).
 func WithMaxParallelPerRegistry(n int) Option { return func(o *config) { o.perRegistry = n } }
 
 // WithRegistryLimit overrides the per-registry limit for one registry domain ("docker.io",
-// "ghcr.io", "127.0.0.1:5000"); n <= 0 means unlimited.
+// "ghcr.io", "127.0.0.1:5000"); 0 means unlimited; negative or an empty domain is refused.
 func WithRegistryLimit(domain string, n int) Option {
 	return func(o *config) {
+		if domain == "" {
+			o.fail("WithRegistryLimit", "domain must not be empty")
+			return
+		}
 		if o.registryLimit == nil {
 			o.registryLimit = map[string]int{}
 		}
@@ -141,48 +198,44 @@ func WithRegistryLimit(domain string, n int) Option {
 }
 
 // WithQPS sets the token bucket that paces PullImage calls (default 5/s, burst 10). A pull over
-// the rate waits in the queue; it is never rejected. qps <= 0 disables pacing; burst < 1 is 1.
+// the rate waits in the queue; it is never rejected. qps 0 disables pacing (burst is then
+// ignored); a negative qps, or a burst below 1 with pacing on, is refused.
 func WithQPS(qps float64, burst int) Option {
 	return func(o *config) {
 		o.qps = qps
-		o.burst = max(burst, 1)
+		o.burst = burst
 	}
 }
 
 // WithLargeImageLimit keeps huge images from holding every slot: pulls whose SizeHint is at
 // least threshold bytes may hold at most slots of the MaxParallel slots at a time; other pulls
-// overtake them. slots < 1 is 1.
+// overtake them. threshold 0 disables the limit; a negative threshold, or slots below 1 with a
+// threshold, is refused.
 func WithLargeImageLimit(threshold int64, slots int) Option {
 	return func(o *config) {
 		o.largeSize = threshold
-		o.largeSlots = max(slots, 1)
+		o.largeSlots = slots
 	}
 }
 
 // WithPullTimeout cancels a PullImage call that runs longer than d (scheduler clock); the
 // result is ErrTimeout and counts as a failure for back-off. 0 (default) means no deadline,
-// like the kubelet.
+// like the kubelet; negative is refused.
 func WithPullTimeout(d time.Duration) Option { return func(o *config) { o.pullTimeout = d } }
 
 // WithBackOff sets the pull back-off per (image, credentials): initial, doubling up to max
-// (default 10s to 300s). A success resets it; entries idle for 2*max are dropped.
+// (default 10s to 300s). A success resets it; entries idle for 2*max are dropped. initial must
+// be positive and maxDelay at least initial.
 func WithBackOff(initial, maxDelay time.Duration) Option {
 	return func(o *config) {
-		if initial > 0 {
-			o.backOffInit = initial
-		}
-		if maxDelay >= o.backOffInit {
-			o.backOffMax = maxDelay
-		} else {
-			o.backOffMax = o.backOffInit
-		}
+		o.backOffInit, o.backOffMax = initial, maxDelay
 	}
 }
 
 // WithPresentTTL sets how long a known-present image is trusted without asking the runtime
 // again (default 5m). 0 asks the runtime (ImageStatus, asynchronously) on every IfNotPresent
-// or Never request that has no fresher answer.
-func WithPresentTTL(d time.Duration) Option { return func(o *config) { o.presentTTL = max(d, 0) } }
+// or Never request that has no fresher answer; negative is refused.
+func WithPresentTTL(d time.Duration) Option { return func(o *config) { o.presentTTL = d } }
 
 // EventKind says what an Event reports.
 type EventKind int

@@ -16,7 +16,7 @@ import (
 func TestWithBackOffCustom(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(false)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithBackOff(time.Second, 4*time.Second))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithBackOff(time.Second, 4*time.Second))
 	defer s.Close()
 	ctx := context.Background()
 	imgs.setFail(img(1), status.Error(codes.Unavailable, "down"))
@@ -36,7 +36,7 @@ func TestWithBackOffCustom(t *testing.T) {
 func TestWithPresentTTLRechecksRuntime(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(false)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPresentTTL(time.Minute))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPresentTTL(time.Minute))
 	defer s.Close()
 	ctx := context.Background()
 	req := asyncpull.Request{Image: img(1), PodUID: "p"}
@@ -64,7 +64,7 @@ func TestWithPresentTTLRechecksRuntime(t *testing.T) {
 func TestSmallestFirstMaxWaitPreventsStarvation(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1),
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1),
 		asyncpull.WithQueuePolicy(asyncpull.SmallestFirstPolicy{MaxWait: time.Minute}))
 	defer s.Close()
 	reqs := []asyncpull.Request{

@@ -30,7 +30,7 @@ func TestRealNodeBurstFetchesEachLayerOnce(t *testing.T) {
 	n.ResetRegistryCounts()
 
 	rec := &eventRecorder{}
-	s := asyncpull.New(c, asyncpull.WithMaxParallel(3), asyncpull.WithObserver(rec.observe))
+	s := newScheduler(c, asyncpull.WithMaxParallel(3), asyncpull.WithObserver(rec.observe))
 	defer s.Close()
 	var wg sync.WaitGroup
 	for p := range 20 {

@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/internal/backoff"
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // ImageService is the part of k8s.io/cri-api/pkg/apis.ImageManagerService the scheduler uses,
@@ -46,8 +50,8 @@ type Scheduler struct {
 	runningOps   map[*op]struct{}
 	perRegistry  map[string]int
 	largeRunning int
-	tokens       float64
-	tokensAt     time.Time
+	tokens       *rate.Limiter // nil: PullImage calls are not paced
+	delays       *backoff.Keyed[backoffKey]
 	seq          uint64
 	anonSeq      uint64
 	backoff      map[backoffKey]*backoffEntry
@@ -118,13 +122,20 @@ type pendingResult struct {
 
 const gcInterval = time.Minute
 
-// New returns a running Scheduler that pulls through images. Call Close to stop it.
-func New(images ImageService, opts ...Option) *Scheduler {
+// New returns a running Scheduler that pulls through images. Call Close to stop it. It returns
+// a *ConfigError for a nil or typed-nil images and for an option value out of range.
+func New(images ImageService, opts ...Option) (*Scheduler, error) {
+	if images == nil || typednil.Is(images) {
+		return nil, &ConfigError{Option: "images", Reason: "must not be nil"}
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret) // crypto/rand.Read never fails on supported platforms
@@ -142,8 +153,7 @@ func New(images ImageService, opts ...Option) *Scheduler {
 		ops:         map[opKey]*op{},
 		runningOps:  map[*op]struct{}{},
 		perRegistry: map[string]int{},
-		tokens:      float64(cfg.burst),
-		tokensAt:    cfg.clock.Now(),
+		delays:      backoff.NewKeyed[backoffKey](backoff.Policy{Initial: cfg.backOffInit, Max: cfg.backOffMax}),
 		backoff:     map[backoffKey]*backoffEntry{},
 		records:     map[string]*imageRecord{},
 		pending:     map[types.UID]map[opKey]pendingResult{},
@@ -152,12 +162,10 @@ func New(images ImageService, opts ...Option) *Scheduler {
 		retryDue:    map[types.UID]map[backoffKey]time.Time{},
 		lastGC:      cfg.clock.Now(),
 	}
-	if images == nil {
-		// Bad input must not panic later: every request fails with a clear error.
-		s.closed = true
-		cancel(ErrClosed)
-		close(s.stop)
-		return s
+	if cfg.qps > 0 {
+		s.tokens = rate.NewLimiter(rate.Limit(cfg.qps), cfg.burst)
+		// The bucket starts full, at the scheduler's clock (a fake one in tests).
+		s.tokens.SetLimitAt(cfg.clock.Now(), rate.Limit(cfg.qps))
 	}
 	s.wg.Add(1)
 	go s.dispatchLoop()
@@ -165,14 +173,14 @@ func New(images ImageService, opts ...Option) *Scheduler {
 		s.wg.Add(1)
 		go s.notifyLoop()
 	}
-	return s
+	return s, nil
 }
 
 // Close cancels queued and in-flight pulls (their waiters get ErrClosed), drops the pending
 // back-off wake-ups (no pod is woken after Close returns), waits for the scheduler's goroutines
 // (including an in-progress WithNotify callback) and makes every later call return ErrClosed.
-// It is idempotent.
-func (s *Scheduler) Close() {
+// It is idempotent and returns nil.
+func (s *Scheduler) Close() error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -190,9 +198,15 @@ func (s *Scheduler) Close() {
 		}
 		s.baseCancel(ErrClosed)
 		close(s.stop)
+		for _, m := range s.subs {
+			for sub := range m {
+				sub.endLocked(ErrClosed)
+			}
+		}
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	return nil
 }
 
 // Ensure returns at once with where req stands, starting or joining a pull if needed. ctx
@@ -222,7 +236,8 @@ func (s *Scheduler) Ensure(ctx context.Context, req Request) Result {
 // with ErrCanceled.
 func (s *Scheduler) Wait(ctx context.Context, req Request) (Result, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		err := &ArgError{Method: "Wait", Arg: "ctx", Reason: "must not be nil"}
+		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: err}, err
 	}
 	res, o, w := s.ensure(ctx, req)
 	if o == nil {
@@ -286,7 +301,8 @@ func failed(image, reason string, err error) Result {
 
 func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waiterID) {
 	if ctx == nil {
-		ctx = context.Background()
+		err := &ArgError{Method: "Ensure", Arg: "ctx", Reason: "must not be nil"}
+		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: err}, nil, waiterID{}
 	}
 	policy := req.PullPolicy
 	if policy == "" {
@@ -502,7 +518,7 @@ func (s *Scheduler) deletePendingLocked(pod types.UID, key opKey) {
 
 func (s *Scheduler) runInspect(ctx context.Context, o *op) {
 	defer s.wg.Done()
-	resp, err := s.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: o.key.image}, false)
+	resp, err := s.imageStatus(ctx, o.key.image)
 	var events []Event
 	s.mu.Lock()
 	defer func() { s.mu.Unlock(); s.emit(events) }()
@@ -581,8 +597,10 @@ func (s *Scheduler) gcLocked(now time.Time) {
 		// clock jumped past it: dropping it here would lose their wake-up.
 		if len(b.waiting) == 0 && now.Sub(b.last) > 2*s.cfg.backOffMax {
 			delete(s.backoff, k)
+			s.delays.Reset(k)
 		}
 	}
+	s.delays.Forget(now)
 	keep := max(2*s.cfg.backOffMax, s.cfg.presentTTL)
 	for pod, m := range s.pending {
 		for k, pr := range m {

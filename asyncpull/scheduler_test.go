@@ -30,7 +30,7 @@ func pod(i int) types.UID { return types.UID(fmt.Sprintf("pod-%d", i)) }
 
 func TestFakeImageServicePullAndPresent(t *testing.T) {
 	fake := critest.NewFakeImageService()
-	s := asyncpull.New(fake, asyncpull.WithQPS(0, 0))
+	s := newScheduler(fake, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
 	res, err := s.Wait(ctx, asyncpull.Request{Image: "nginx", PodUID: "a"})
@@ -53,7 +53,7 @@ func TestFakeImageServicePullAndPresent(t *testing.T) {
 func TestDedupeManyWaitersOneCall(t *testing.T) {
 	imgs := newTestImages(true)
 	rec := &eventRecorder{}
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithObserver(rec.observe))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithObserver(rec.observe))
 	defer s.Close()
 	ctx := context.Background()
 	spellings := []string{"nginx", "docker.io/library/nginx", "docker.io/library/nginx:latest", "library/nginx:latest"}
@@ -92,7 +92,7 @@ func TestCredentialsSeparatePulls(t *testing.T) {
 
 	t.Run("separate", func(t *testing.T) {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(0))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(0))
 		defer s.Close()
 		for i, a := range []*runtimeapi.AuthConfig{authX, authY, nil, authX2, {}} {
 			s.Ensure(ctx, asyncpull.Request{Image: "private/app", Auth: a, PodUID: pod(i)})
@@ -120,7 +120,7 @@ func TestCredentialsSeparatePulls(t *testing.T) {
 
 	t.Run("verify other credentials before reuse", func(t *testing.T) {
 		imgs := newTestImages(false)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 		defer s.Close()
 		if _, err := s.Wait(ctx, asyncpull.Request{Image: "private/app", Auth: authX, PodUID: "a"}); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func TestCredentialsSeparatePulls(t *testing.T) {
 
 	t.Run("share", func(t *testing.T) {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithCredentialPolicy(asyncpull.ShareCredentials))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithCredentialPolicy(asyncpull.ShareCredentials))
 		defer s.Close()
 		for i, a := range []*runtimeapi.AuthConfig{authX, authY, nil} {
 			s.Ensure(ctx, asyncpull.Request{Image: "private/app", Auth: a, PodUID: pod(i)})
@@ -163,7 +163,7 @@ func TestMaxParallelHolds(t *testing.T) {
 	for _, limit := range []int{1, 3} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			imgs := newTestImages(true)
-			s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(limit))
+			s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(limit))
 			defer s.Close()
 			ctx := context.Background()
 			const n = 10
@@ -209,7 +209,7 @@ func TestMaxParallelHolds(t *testing.T) {
 
 func TestMaxParallelPerRegistryHolds(t *testing.T) {
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(10),
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(10),
 		asyncpull.WithMaxParallelPerRegistry(2), asyncpull.WithRegistryLimit("slow.example", 1))
 	defer s.Close()
 	ctx := context.Background()
@@ -244,7 +244,7 @@ func TestMaxParallelPerRegistryHolds(t *testing.T) {
 func TestQPSQueuesInsteadOfRejecting(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(false)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(2, 3), asyncpull.WithMaxParallel(0))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(2, 3), asyncpull.WithMaxParallel(0))
 	defer s.Close()
 	ctx := context.Background()
 	const n = 9
@@ -298,7 +298,7 @@ func startOrder(t *testing.T, s *asyncpull.Scheduler, imgs *testImages, reqs []a
 func TestPriorityOrderAndAging(t *testing.T) {
 	t.Run("priority", func(t *testing.T) {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{}))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{}))
 		defer s.Close()
 		reqs := []asyncpull.Request{
 			{Image: img(1), PodUID: "p1", Priority: 0},
@@ -316,7 +316,7 @@ func TestPriorityOrderAndAging(t *testing.T) {
 	t.Run("aging", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1),
+		s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1),
 			asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{Aging: 10 * time.Second}))
 		defer s.Close()
 		reqs := []asyncpull.Request{
@@ -340,7 +340,7 @@ func TestPriorityOrderAndAging(t *testing.T) {
 func TestSmallestFirstAndLargeImageLimit(t *testing.T) {
 	t.Run("smallest first", func(t *testing.T) {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithQueuePolicy(asyncpull.SmallestFirstPolicy{}))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithQueuePolicy(asyncpull.SmallestFirstPolicy{}))
 		defer s.Close()
 		reqs := []asyncpull.Request{
 			{Image: img(1), PodUID: "a", SizeHint: 300},
@@ -356,7 +356,7 @@ func TestSmallestFirstAndLargeImageLimit(t *testing.T) {
 	})
 	t.Run("large images hold at most one slot", func(t *testing.T) {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(2), asyncpull.WithLargeImageLimit(1<<30, 1))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(2), asyncpull.WithLargeImageLimit(1<<30, 1))
 		defer s.Close()
 		ctx := context.Background()
 		always := asyncpull.PullAlways
@@ -387,7 +387,7 @@ func TestBackOffSequence(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(false)
 	rec := &eventRecorder{}
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithObserver(rec.observe))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithObserver(rec.observe))
 	defer s.Close()
 	ctx := context.Background()
 	const image = "registry.example/missing:v1"
@@ -454,7 +454,7 @@ func TestBackOffSequence(t *testing.T) {
 func TestCancelQueuedPull(t *testing.T) {
 	imgs := newTestImages(true)
 	rec := &eventRecorder{}
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithObserver(rec.observe))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithObserver(rec.observe))
 	defer s.Close()
 	bg := context.Background()
 	s.Ensure(bg, asyncpull.Request{Image: img(0), PodUID: "running"})
@@ -486,7 +486,7 @@ func TestCancelQueuedPull(t *testing.T) {
 
 func TestCancelRunningPull(t *testing.T) {
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	bg := context.Background()
 	ctxA, cancelA := context.WithCancel(bg)
@@ -517,7 +517,7 @@ func TestCancelRunningPull(t *testing.T) {
 
 func TestWaitContextCancelled(t *testing.T) {
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -535,7 +535,7 @@ func TestWaitContextCancelled(t *testing.T) {
 
 func TestCloseWithPullsInFlight(t *testing.T) {
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(3), asyncpull.WithNotify(func(types.UID) {}))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(3), asyncpull.WithNotify(func(types.UID) {}))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -588,7 +588,7 @@ func TestNotifyNeverLostUnderSlowConsumer(t *testing.T) {
 	var mu sync.Mutex
 	notified := map[types.UID]int{}
 	var first sync.Once
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(0), asyncpull.WithNotify(func(p types.UID) {
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(0), asyncpull.WithNotify(func(p types.UID) {
 		first.Do(func() { <-gate }) // the consumer stalls on its first wake-up
 		mu.Lock()
 		notified[p]++
@@ -628,10 +628,10 @@ func TestNotifyNeverLostUnderSlowConsumer(t *testing.T) {
 
 func TestSubscriptionCoalescesAndIsNotLost(t *testing.T) {
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	ctx := context.Background()
-	sub := s.Subscribe("p")
+	sub := mustSub(s.Subscribe("p"))
 	defer sub.Close()
 	for i := range 3 {
 		s.Ensure(ctx, asyncpull.Request{Image: img(i), PodUID: "p"})
@@ -640,7 +640,7 @@ func TestSubscriptionCoalescesAndIsNotLost(t *testing.T) {
 		imgs.nextCall(t).release(nil) // nobody reads C meanwhile: sends must not block
 	}
 	select {
-	case <-sub.C:
+	case <-sub.Events():
 	case <-time.After(20 * time.Second):
 		t.Fatal("no wake-up")
 	}
@@ -657,10 +657,10 @@ func TestSubscriptionCoalescesAndIsNotLost(t *testing.T) {
 	s.Ensure(ctx, asyncpull.Request{Image: img(9), PodUID: "late"})
 	imgs.nextCall(t).release(nil)
 	eventually(t, "late result ready", func() bool {
-		sub2 := s.Subscribe("late")
+		sub2 := mustSub(s.Subscribe("late"))
 		defer sub2.Close()
 		select {
-		case <-sub2.C:
+		case <-sub2.Events():
 			return true
 		default:
 			return false
@@ -670,7 +670,7 @@ func TestSubscriptionCoalescesAndIsNotLost(t *testing.T) {
 
 func TestBadInputTypedErrors(t *testing.T) {
 	fake := critest.NewFakeImageService()
-	s := asyncpull.New(fake)
+	s := newScheduler(fake)
 	defer s.Close()
 	ctx := context.Background()
 	for _, image := range []string{"", " nginx", "Nginx", "a b", ":tag", "nginx@sha256:bad", "nginx:bad:tag", "-x"} {
@@ -692,17 +692,17 @@ func TestBadInputTypedErrors(t *testing.T) {
 			t.Errorf("Ensure(%v) = %+v", req, res)
 		}
 	}
-	//nolint:staticcheck // a nil context is bad input that must not panic
-	if res := s.Ensure(nil, asyncpull.Request{Image: "bad name"}); res.Reason != asyncpull.ReasonInvalidImageName {
-		t.Errorf("nil ctx: %+v", res)
+	var nilCtx context.Context
+	var ae *asyncpull.ArgError
+	if res := s.Ensure(nilCtx, asyncpull.Request{Image: "bad name"}); !errors.As(res.Err, &ae) || ae.Arg != "ctx" {
+		t.Errorf("nil ctx: %+v, want an *ArgError for ctx", res)
 	}
 	if len(fake.Called) != 0 {
 		t.Fatalf("runtime called for bad input: %v", fake.Called)
 	}
-	nilSvc := asyncpull.New(nil)
-	defer nilSvc.Close()
-	if res := nilSvc.Ensure(ctx, asyncpull.Request{Image: "nginx"}); !errors.Is(res.Err, asyncpull.ErrClosed) {
-		t.Fatalf("New(nil).Ensure = %+v", res)
+	var ce *asyncpull.ConfigError
+	if _, err := asyncpull.New(nil); !errors.As(err, &ce) || ce.Option != "images" {
+		t.Fatalf("New(nil) = %v, want a *ConfigError for images", err)
 	}
 }
 
@@ -711,7 +711,7 @@ func TestPullPolicies(t *testing.T) {
 	t.Run("never", func(t *testing.T) {
 		fake := critest.NewFakeImageService()
 		fake.SetFakeImages([]string{"docker.io/library/busybox:latest"})
-		s := asyncpull.New(fake)
+		s := newScheduler(fake)
 		defer s.Close()
 		if res, err := s.Wait(ctx, asyncpull.Request{Image: "busybox", PullPolicy: asyncpull.PullNever, PodUID: "p"}); err != nil || res.State != asyncpull.StatePresent {
 			t.Fatalf("present: %+v %v", res, err)
@@ -727,7 +727,7 @@ func TestPullPolicies(t *testing.T) {
 	t.Run("always", func(t *testing.T) {
 		imgs := newTestImages(false)
 		imgs.setPresent("docker.io/library/nginx:latest")
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 		defer s.Close()
 		req := asyncpull.Request{Image: "nginx", PullPolicy: asyncpull.PullAlways, PodUID: "p"}
 		for range 2 {
@@ -742,7 +742,7 @@ func TestPullPolicies(t *testing.T) {
 	t.Run("always joins an inspect", func(t *testing.T) {
 		imgs := newTestImages(false)
 		imgs.setPresent("docker.io/library/nginx:latest")
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 		defer s.Close()
 		s.Ensure(ctx, asyncpull.Request{Image: "nginx", PodUID: "a"})
 		res, err := s.Wait(ctx, asyncpull.Request{Image: "nginx", PullPolicy: asyncpull.PullAlways, PodUID: "b"})
@@ -756,7 +756,7 @@ func TestPullPolicies(t *testing.T) {
 	t.Run("inspect error", func(t *testing.T) {
 		fake := critest.NewFakeImageService()
 		fake.InjectError("ImageStatus", status.Error(codes.Internal, "store broken"))
-		s := asyncpull.New(fake)
+		s := newScheduler(fake)
 		defer s.Close()
 		res, err := s.Wait(ctx, asyncpull.Request{Image: "nginx", PodUID: "p"})
 		if res.Reason != asyncpull.ReasonImageInspectError || !errors.Is(err, asyncpull.ErrInspect) || res.State != asyncpull.StateFailed || status.Code(err) != codes.Internal {
@@ -788,7 +788,7 @@ func TestErrorClassification(t *testing.T) {
 	for _, c := range cases {
 		imgs := newTestImages(false)
 		imgs.setFail("registry.example/x:v1", c.err)
-		s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+		s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 		_, err := s.Wait(context.Background(), asyncpull.Request{Image: "registry.example/x:v1"})
 		s.Close()
 		var pe *asyncpull.PullError
@@ -801,7 +801,7 @@ func TestErrorClassification(t *testing.T) {
 func TestPullTimeout(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPullTimeout(time.Minute))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPullTimeout(time.Minute))
 	defer s.Close()
 	ctx := context.Background()
 	s.Ensure(ctx, asyncpull.Request{Image: img(1), PodUID: "p"})
@@ -827,7 +827,7 @@ func TestObserverEvents(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
 	rec := &eventRecorder{}
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithObserver(rec.observe))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1), asyncpull.WithObserver(rec.observe))
 	defer s.Close()
 	ctx := context.Background()
 	s.Ensure(ctx, asyncpull.Request{Image: img(1), PodUID: "a", PullPolicy: asyncpull.PullAlways})
@@ -862,7 +862,7 @@ func TestGoroutinesStopOnClose(t *testing.T) {
 	// start goroutines (inspect, pull, context watchers, notifier) and closes at each stage.
 	for stage := range 3 {
 		imgs := newTestImages(true)
-		s := asyncpull.New(imgs, asyncpull.WithNotify(func(types.UID) {}))
+		s := newScheduler(imgs, asyncpull.WithNotify(func(types.UID) {}))
 		ctx, cancel := context.WithCancel(context.Background())
 		s.Ensure(ctx, asyncpull.Request{Image: img(1), PodUID: "a"})
 		if stage > 0 {

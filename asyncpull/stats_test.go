@@ -30,7 +30,7 @@ func expectStats(t *testing.T, s *asyncpull.Scheduler, step string, want asyncpu
 func TestStatsPullLifecycle(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1))
 	defer s.Close()
 	bg := context.Background()
 	always := func(image string, pod types.UID) asyncpull.Request {
@@ -67,7 +67,7 @@ func TestStatsPullLifecycle(t *testing.T) {
 		Running: 1, PodsWaiting: 1, PullsStarted: 2, PullsSucceeded: 1, DedupeHits: 3, Canceled: 1,
 	})
 
-	sub := s.Subscribe("c")
+	sub := mustSub(s.Subscribe("c"))
 	defer sub.Close()
 	c2.release(errManifestUnknown)
 	awaitSignal(t, sub, "img2 failed")
@@ -135,7 +135,7 @@ func (h *heldChecks) awaitCheck(t *testing.T, image string) {
 
 func TestStatsPresenceChecks(t *testing.T) {
 	h := &heldChecks{testImages: newTestImages(false), entered: make(chan string, 100), release: make(chan struct{})}
-	s := asyncpull.New(h, asyncpull.WithQPS(0, 0))
+	s := newScheduler(h, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	bg := context.Background()
 
@@ -149,7 +149,7 @@ func TestStatsPresenceChecks(t *testing.T) {
 	s.Cancel("c") // img2's only waiter: the check is dropped
 	expectStats(t, s, "img2 check dropped", asyncpull.Stats{Checking: 1, PodsWaiting: 2, DedupeHits: 1, Canceled: 1})
 
-	sub := s.Subscribe("a")
+	sub := mustSub(s.Subscribe("a"))
 	defer sub.Close()
 	close(h.release) // img1 is absent: it is queued and pulled (not gated)
 	awaitSignal(t, sub, "img1 pulled")
@@ -166,9 +166,9 @@ func TestStatsPresenceChecks(t *testing.T) {
 func TestStatsPullTimeoutIsAFailure(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPullTimeout(time.Minute))
+	s := newScheduler(imgs, asyncpull.WithClock(clk), asyncpull.WithQPS(0, 0), asyncpull.WithPullTimeout(time.Minute))
 	defer s.Close()
-	sub := s.Subscribe("p")
+	sub := mustSub(s.Subscribe("p"))
 	defer sub.Close()
 	s.Ensure(context.Background(), asyncpull.Request{Image: img(1), PodUID: "p", PullPolicy: asyncpull.PullAlways})
 	imgs.nextCall(t)
@@ -178,11 +178,10 @@ func TestStatsPullTimeoutIsAFailure(t *testing.T) {
 	expectStats(t, s, "timed out", asyncpull.Stats{ImagesInBackOff: 1, PullsStarted: 1, PullsFailed: 1})
 }
 
-func TestStatsCloseAndNilRuntime(t *testing.T) {
-	expectStats(t, asyncpull.New(nil), "nil runtime", asyncpull.Stats{})
+func TestStatsClose(t *testing.T) {
 
 	imgs := newTestImages(true)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0), asyncpull.WithMaxParallel(1))
 	bg := context.Background()
 	s.Ensure(bg, asyncpull.Request{Image: img(1), PodUID: "a", PullPolicy: asyncpull.PullAlways})
 	imgs.nextCall(t)
@@ -197,7 +196,7 @@ func TestStatsCloseAndNilRuntime(t *testing.T) {
 // snapshot must be consistent, and at the end each image was pulled exactly once.
 func TestStatsConcurrent(t *testing.T) {
 	imgs := newTestImages(false)
-	s := asyncpull.New(imgs, asyncpull.WithQPS(0, 0))
+	s := newScheduler(imgs, asyncpull.WithQPS(0, 0))
 	defer s.Close()
 	const pods, images = 20, 5
 	stop := make(chan struct{})

@@ -139,7 +139,11 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.relister.active = a.active
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		a.images = newImageGate(img, a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		images, err := newImageGate(img, a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		if err != nil {
+			return nil, fmt.Errorf("agent: New: %w", err)
+		}
+		a.images = images
 		l, err := newEventedLifecycle(a)
 		if err != nil {
 			a.images.close()

@@ -36,9 +36,9 @@ var _ imageGate = (*asyncGate)(nil)
 
 // newImageGate builds the syncpod-mode image gate.
 func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, cfg config,
-	active *activity, wake func(types.UID), obs func(string, time.Duration, error)) imageGate {
+	active *activity, wake func(types.UID), obs func(string, time.Duration, error)) (imageGate, error) {
 	g := &asyncGate{active: active, awaiting: map[types.UID]map[string]bool{}}
-	g.s = asyncpull.New(img,
+	s, err := asyncpull.New(img,
 		asyncpull.WithClock(clk),
 		asyncpull.WithLogger(log),
 		// No more pulls in the runtime than it downloads at once: pulls
@@ -61,7 +61,11 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 				obs(e.Image, e.Duration, e.Err)
 			}
 		}))
-	return g
+	if err != nil {
+		return nil, err
+	}
+	g.s = s
+	return g, nil
 }
 
 func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, priority int32, sb *runtimeapi.PodSandboxConfig) (bool, error) {
@@ -85,7 +89,7 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, prior
 }
 
 func (g *asyncGate) inFlight() int { return int(g.inflight.Load()) }
-func (g *asyncGate) close()        { g.s.Close() }
+func (g *asyncGate) close()        { _ = g.s.Close() }
 
 func (g *asyncGate) forget(uid types.UID) {
 	g.s.Cancel(uid)

@@ -105,7 +105,13 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	// plan and set their own timers for back-offs, so that a failed pull
 	// shows ErrImagePull until the next sync, as with the kubelet, instead
 	// of being replaced at once by ImagePullBackOff.
-	p.pulls = asyncpull.New(images, append([]asyncpull.Option{asyncpull.WithLogger(cfg.logger)}, cfg.pullOpts...)...)
+	pulls, err := asyncpull.New(images, append([]asyncpull.Option{asyncpull.WithLogger(cfg.logger)}, cfg.pullOpts...)...)
+	if err != nil {
+		p.cancel()
+		p.pleg.Stop()
+		return nil, fmt.Errorf("provider.New: %w", err)
+	}
+	p.pulls = pulls
 	p.notifier = newNotifier()
 	go p.dispatch()
 	return p, nil
