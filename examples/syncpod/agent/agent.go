@@ -87,7 +87,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, errors.New("agent: New: runtime and image services are required")
 	}
 	cfg := config{mode: ModeSyncPod, clock: clock.RealClock{}, log: zap.NewNop(), scale: 1,
-		startParallel: 8, pullParallel: DefaultPullParallelism, sampleEvery: DefaultHealthSampling}
+		startParallel: 8, pullParallel: DefaultPullParallelism}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -99,7 +99,14 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
 	if cfg.sampleEvery <= 0 {
-		cfg.sampleEvery = DefaultHealthSampling
+		// A second at the kubelet's thresholds (minutes); a tighter
+		// threshold is sampled four times per threshold, so that a stall
+		// only a few thresholds long is seen.
+		threshold := cfg.healthThreshold
+		if threshold <= 0 {
+			threshold = cfg.scaled(RelistThreshold)
+		}
+		cfg.sampleEvery = min(DefaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
 	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
 		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}

@@ -130,13 +130,15 @@ func WithSafetyRelist(d time.Duration) Option { return func(c *config) { c.safet
 func WithEventHook(f func(Event)) Option { return func(c *config) { c.hook = f } }
 
 // DefaultHealthSampling is how often an agent samples PLEG health by
-// default. Health changes on the scale of the thresholds (minutes), so a
-// second is precise enough, and an idle agent wakes no more often than that.
+// default at the kubelet's thresholds. Health changes on the scale of the
+// thresholds (minutes), so a second is precise enough, and an idle agent
+// wakes no more often than that. A health threshold under 4 s is sampled
+// four times per threshold instead.
 const DefaultHealthSampling = time.Second
 
 // WithHealthSampling sets how often PLEG health is sampled for Stats, the
-// health metric and EventHealth (default DefaultHealthSampling; not
-// scaled). A benchmark that integrates unhealthy time over a short stall
+// health metric and EventHealth (default: DefaultHealthSampling, or a
+// quarter of a shorter health threshold; not scaled). A benchmark that integrates unhealthy time over a short stall
 // samples more often; zero or negative keeps the default.
 func WithHealthSampling(d time.Duration) Option { return func(c *config) { c.sampleEvery = d } }
 
