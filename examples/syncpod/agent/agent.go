@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"sync"
 	"time"
 
@@ -29,15 +30,17 @@ type Agent struct {
 	log     *zap.Logger
 	metrics *metrics
 
-	inspector *inspector
-	cache     StatusStore
-	backoff   *crashBackoff
-	images    imageGate
-	workers   *podWorkers
-	relister  *relister         // baseline: the generic relisting PLEG
-	lifecycle *eventedLifecycle // syncpod: the pleg package
-	pods      *podRecords
-	expects   map[types.UID]*expectations // syncpod: what workers did and have not seen yet
+	inspector    *inspector
+	cache        StatusStore
+	backoff      *crashBackoff
+	images       imageGate
+	workers      *podWorkers
+	relister     *relister             // baseline: the generic relisting PLEG
+	lifecycle    *eventedLifecycle     // syncpod: the pleg package
+	admission    *admission.Controller // syncpod: node-wide start admission (nil: none)
+	ownAdmission bool                  // made by New, closed by Stop
+	pods         *podRecords
+	expects      map[types.UID]*expectations // syncpod: what workers did and have not seen yet
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -151,6 +154,15 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}
 		a.images = images
+		a.admission = cfg.admission
+		if !cfg.admissionSet {
+			ctl, err := admission.New(admission.WithClock(a.clock))
+			if err != nil {
+				a.images.close()
+				return nil, fmt.Errorf("agent: New: %w", err)
+			}
+			a.admission, a.ownAdmission = ctl, true
+		}
 		l, err := newEventedLifecycle(a)
 		if err != nil {
 			a.images.close()
@@ -244,6 +256,9 @@ func (a *Agent) Stop() {
 		a.cancel()
 		a.wg.Wait()
 		a.images.close()
+		if a.ownAdmission {
+			_ = a.admission.Close()
+		}
 	})
 }
 
@@ -304,6 +319,7 @@ func (a *Agent) removeSandbox(ctx context.Context, id string) error {
 // killPod is the worker's termination: remove everything the pod has.
 func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	a.images.forget(pod.UID)
+	a.forgetAdmission(pod)
 	// A pod re-added while it is killed starts from nothing.
 	a.expectationsFor(pod.UID).reset()
 	a.backoff.forgetPrefix(string(pod.UID) + "/")

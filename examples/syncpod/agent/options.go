@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,8 @@ type config struct {
 	safetyRelist    time.Duration
 	hook            func(Event)
 	sampleEvery     time.Duration
+	admission       *admission.Controller
+	admissionSet    bool
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
@@ -144,4 +147,17 @@ func WithHealthSampling(d time.Duration) Option { return func(c *config) { c.sam
 
 func (c *config) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.scale)
+}
+
+// WithStartAdmission shares ctl, a node-wide start admission, among this
+// agent's pod workers (and any other user of ctl): in syncpod mode every
+// RunPodSandbox and every container's create and start waits for a grant,
+// so pods get runtime work in arrival order under a bound that adapts to
+// the runtime's latency, and finish progressively in a CPU-bound burst
+// instead of all at the end. By default a syncpod-mode agent makes its own
+// (admission.New with its defaults) and closes it on Stop; nil turns
+// admission off (every pod's work goes to the runtime at once). The
+// baseline mode never uses it.
+func WithStartAdmission(ctl *admission.Controller) Option {
+	return func(c *config) { c.admission, c.admissionSet = ctl, true }
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // runSandbox removes the pod's dead sandbox (when there is one) and
@@ -21,7 +22,11 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 			}
 		}
 	}
-	id, err := a.rt.RunPodSandbox(ctx, sandboxConfig(pod, acts.sandboxAttempt), "")
+	var id string
+	err := a.admitted(ctx, pod, func() (err error) {
+		id, err = a.rt.RunPodSandbox(ctx, sandboxConfig(pod, acts.sandboxAttempt), "")
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("RunPodSandbox: %w", err)
 	}
@@ -38,11 +43,15 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		}
 		a.inspector.forget(id)
 	}
-	id, err := a.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, step), sandboxConfig(pod, sbAttempt))
+	var id string
+	err := a.admitted(ctx, pod, func() (err error) {
+		id, err = a.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, step), sandboxConfig(pod, sbAttempt))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
 	}
-	if err := a.rt.StartContainer(ctx, id); err != nil {
+	if err := a.admitted(ctx, pod, func() error { return a.rt.StartContainer(ctx, id) }); err != nil {
 		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
 	}
 	if step.restartKey != "" {
@@ -69,6 +78,7 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerK
 func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 	if d, first := a.pods.observe(pod.UID, a.clock.Now(), st, acts); first {
 		a.metrics.startup.Observe(d.Seconds())
+		a.forgetAdmission(pod) // up: its place in the start line is done
 		a.emit(Event{Type: EventRunning, Pod: podKey(pod), Duration: d})
 	}
 	for _, name := range acts.inBackoff {
@@ -103,4 +113,25 @@ func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
 		return acts.sandboxAttempt
 	}
 	return st.SandboxAttempt
+}
+
+// admitted runs one runtime call of pod under a start-admission grant, in
+// syncpod mode; the call's error teaches the admission's limiter.
+func (a *Agent) admitted(ctx context.Context, pod *corev1.Pod, call func() error) error {
+	if a.admission == nil || a.lifecycle == nil {
+		return call()
+	}
+	g, err := a.admission.Acquire(ctx, string(pod.UID), int(ptr.Deref(pod.Spec.Priority, 0)))
+	if err != nil {
+		return fmt.Errorf("start admission: %w", err)
+	}
+	err = call()
+	g.Release(err)
+	return err
+}
+
+func (a *Agent) forgetAdmission(pod *corev1.Pod) {
+	if a.admission != nil {
+		a.admission.Forget(string(pod.UID))
+	}
 }
