@@ -28,6 +28,7 @@ type config struct {
 	stopExitCode   int32
 	runtimeName    string
 	runtimeVersion string
+	cpu            *cpuModel // WithCPU; nil: no CPU limit
 }
 
 func defaultConfig() *config {

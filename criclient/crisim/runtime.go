@@ -204,6 +204,9 @@ func (r *Runtime) admit(ctx context.Context, method string, kind callKind) (*adm
 	if err := r.sleep(ctx, method, r.latency(method)); err != nil {
 		return fail(err)
 	}
+	if err := r.cpuWork(ctx, method); err != nil {
+		return fail(err)
+	}
 	return a, nil
 }
 

@@ -1,0 +1,142 @@
+package crisim
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// DefaultCPUWork is the CPU time WithCPU charges per call when its work map
+// leaves a method out: what runc and the shim spend on a start, about, on a
+// small node. Methods not listed here cost no CPU.
+var DefaultCPUWork = map[string]time.Duration{
+	"RunPodSandbox":   60 * time.Millisecond,
+	"CreateContainer": 20 * time.Millisecond,
+	"StartContainer":  80 * time.Millisecond,
+	"StopContainer":   10 * time.Millisecond,
+	"StopPodSandbox":  10 * time.Millisecond,
+}
+
+// cpuModel shares a fixed number of cores between the calls doing CPU
+// work, as processor sharing: with n calls working, each progresses at
+// min(1, cores/n) of real time, so when everything starts together every
+// call takes about the burst's whole length, as on a real node whose runc
+// processes share two cores, and the work done never exceeds the cores.
+// Each working call keeps its own remaining work and sleeps on the
+// runtime's clock until it would finish at the current share; every arrival
+// and departure wakes the others to recompute.
+type cpuModel struct {
+	cores int
+	work  map[string]time.Duration
+
+	mu   sync.Mutex
+	jobs map[*cpuJob]struct{}
+	last time.Time // when remaining work was last brought up to date
+}
+
+type cpuJob struct {
+	remaining time.Duration
+	kick      chan struct{} // the share changed: recompute
+}
+
+// WithCPU gives the runtime a CPU of cores cores. Each call of a method in
+// work (DefaultCPUWork for a nil map) spends that much CPU after its
+// latency, shared with the calls working at the same time: with 2 cores
+// and 40 starts at once, each start takes about 20 times its work. Without
+// WithCPU the runtime has no CPU limit. Cores below 1 count as 1 and
+// negative work as none.
+func WithCPU(cores int, work map[string]time.Duration) Option {
+	return func(c *config) {
+		if work == nil {
+			work = DefaultCPUWork
+		}
+		m := &cpuModel{cores: max(cores, 1), work: map[string]time.Duration{}, jobs: map[*cpuJob]struct{}{}}
+		for k, v := range work {
+			m.work[k] = max(v, 0)
+		}
+		c.cpu = m
+	}
+}
+
+// shareLocked is each working call's fraction of a core.
+func (m *cpuModel) shareLocked() float64 {
+	if n := len(m.jobs); n > m.cores {
+		return float64(m.cores) / float64(n)
+	}
+	return 1
+}
+
+// advanceLocked charges the time since last to every working call.
+func (m *cpuModel) advanceLocked(now time.Time) {
+	if el := now.Sub(m.last); el > 0 && len(m.jobs) > 0 {
+		done := time.Duration(float64(el) * m.shareLocked())
+		for j := range m.jobs {
+			j.remaining -= done
+		}
+	}
+	m.last = now
+}
+
+func (m *cpuModel) kickLocked() {
+	for j := range m.jobs {
+		select {
+		case j.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// cpuWork spends method's CPU work, sharing the cores with the calls
+// working now.
+func (r *Runtime) cpuWork(ctx context.Context, method string) error {
+	m := r.cfg.cpu
+	if m == nil || m.work[method] <= 0 {
+		return nil
+	}
+	j := &cpuJob{remaining: m.work[method], kick: make(chan struct{}, 1)}
+	m.mu.Lock()
+	m.advanceLocked(r.clock.Now())
+	m.jobs[j] = struct{}{}
+	m.kickLocked()
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.advanceLocked(r.clock.Now())
+		delete(m.jobs, j)
+		m.kickLocked()
+		m.mu.Unlock()
+	}()
+	for {
+		m.mu.Lock()
+		m.advanceLocked(r.clock.Now())
+		left, share := j.remaining, m.shareLocked()
+		m.mu.Unlock()
+		if left <= 0 {
+			return nil
+		}
+		t := r.clock.NewTimer(time.Duration(math.Ceil(float64(left) / share)))
+		select {
+		case <-t.C():
+		case <-j.kick:
+		case <-ctx.Done():
+			t.Stop()
+			return contextError(method, ctx.Err())
+		case <-r.done:
+			t.Stop()
+			return errClosed(method)
+		}
+		t.Stop()
+	}
+}
+
+// CPUBusy returns how many calls are spending CPU now (0 without WithCPU).
+func (r *Runtime) CPUBusy() int {
+	m := r.cfg.cpu
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.jobs)
+}

@@ -1,0 +1,60 @@
+package crisim_test
+
+import (
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/syncpod/syncpod/criclient/crisim"
+)
+
+// Four starts at once on two cores each take twice their work: the CPU is
+// shared, none finishes early, and all finish together.
+func TestCPUSharesCores(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	n := startNode(t, crisim.WithClock(clk), crisim.WithImage("app:1", 1<<20),
+		crisim.WithCPU(2, map[string]time.Duration{"StartContainer": 100 * time.Millisecond}))
+	sb := n.runSandbox(t, "p")
+	var ids []string
+	for _, name := range []string{"a", "b", "c", "d"} {
+		ids = append(ids, n.createContainer(t, sb, name, "app:1", nil))
+	}
+	done := make(chan error, len(ids))
+	for _, id := range ids {
+		go func() {
+			_, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+			done <- err
+		}()
+	}
+	waitFor(t, "four starts working", func() bool { return n.rt.CPUBusy() == 4 && clk.HasWaiters() })
+	clk.Step(150 * time.Millisecond) // past one start's work, short of its shared time
+	select {
+	case err := <-done:
+		t.Fatalf("a start ended after 150 ms of a 200 ms shared run: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Step(50 * time.Millisecond)
+	for range ids {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n.rt.CPUBusy() != 0 {
+		t.Fatalf("CPUBusy = %d after every start", n.rt.CPUBusy())
+	}
+}
+
+// Without WithCPU a start costs no CPU time.
+func TestNoCPUModelByDefault(t *testing.T) {
+	n := startNode(t, crisim.WithImage("app:1", 1<<20))
+	sb := n.runSandbox(t, "p")
+	id := n.createContainer(t, sb, "a", "app:1", nil)
+	if _, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if n.rt.CPUBusy() != 0 {
+		t.Fatal("CPUBusy without a CPU model")
+	}
+}
