@@ -161,3 +161,16 @@ func (k *Kubelet) CRIErrors() ([]LogEntry, error) {
 	}
 	return CRIErrors(entries), nil
 }
+
+// PLEGUnhealthy returns the entries in which the kubelet reports its PLEG
+// unhealthy ("PLEG is not healthy"), leaving out the ones that only say it
+// has not relisted yet, which every kubelet logs while it starts.
+func PLEGUnhealthy(entries []LogEntry) []LogEntry {
+	var out []LogEntry
+	for _, e := range entries {
+		if strings.Contains(e.Raw, "PLEG is not healthy") && !strings.Contains(e.Raw, "pleg has yet to be successful") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

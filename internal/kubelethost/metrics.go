@@ -17,12 +17,32 @@ const (
 	RelistIntervalMetric = "kubelet_pleg_relist_interval_seconds"
 	// PodStartSLIMetric is the pod start SLI histogram: from the pod's
 	// creation to all its containers reported started, without image pulls
-	// and init containers.
+	// and init containers. The kubelet records it only for pods it observes
+	// through an API server watch, so a standalone kubelet never exports
+	// it; PodStartMetric is what it has.
 	PodStartSLIMetric = "kubelet_pod_start_sli_duration_seconds"
 	// PodStartMetric is the histogram of the time from the kubelet first
 	// seeing a pod to the pod running.
 	PodStartMetric = "kubelet_pod_start_duration_seconds"
+	// PLEGLastSeenMetric is the gauge holding the Unix time of the PLEG's
+	// last relist; the kubelet calls the PLEG unhealthy when it is older
+	// than 3 minutes.
+	PLEGLastSeenMetric = "kubelet_pleg_last_seen_seconds"
 )
+
+// Value returns the sum of the samples of the series name (a gauge or
+// counter, over all its label sets) and whether there was any.
+func Value(samples []Sample, name string) (float64, bool) {
+	var sum float64
+	found := false
+	for _, s := range samples {
+		if s.Name == name {
+			sum += s.Value
+			found = true
+		}
+	}
+	return sum, found
+}
 
 // Sample is one sample of a metrics page: a series name, its labels and a
 // value.
