@@ -291,12 +291,34 @@ func (k *Kubelet) waitHealthy() error {
 	}
 }
 
-// PID is the kubelet's process id.
-func (k *Kubelet) PID() int { return k.cmd.Process.Pid }
+// errZero is what a Kubelet not made by New or Start answers.
+var errZero = errors.New("kubelethost: a zero Kubelet cannot be used; use New or Start")
+
+// usable says why k cannot be used, or nil.
+func (k *Kubelet) usable() error {
+	if k == nil || k.cmd == nil {
+		return errZero
+	}
+	if k.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// PID is the kubelet's process id (0 for a zero Kubelet).
+func (k *Kubelet) PID() int {
+	if k == nil || k.cmd == nil {
+		return 0
+	}
+	return k.cmd.Process.Pid
+}
 
 // Exited reports whether the kubelet process has ended (by Close or on its
 // own) and, if so, how.
 func (k *Kubelet) Exited() (bool, error) {
+	if k == nil || k.cmd == nil {
+		return false, errZero
+	}
 	select {
 	case <-k.done:
 		return true, k.werr
@@ -310,6 +332,9 @@ func (k *Kubelet) Exited() (bool, error) {
 // running: they belong to the runtime, which the caller tears down. Close
 // is idempotent; later calls return what the first returned.
 func (k *Kubelet) Close() error {
+	if k == nil || k.cmd == nil {
+		return errZero
+	}
 	k.closeOnce.Do(func() {
 		close(k.closed)
 		k.stop()

@@ -55,8 +55,8 @@ func (k *Kubelet) Healthz(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgError{Method: "Healthz", Arg: "ctx", Reason: "must not be nil"}
 	}
-	if k.isClosed() {
-		return ErrClosed
+	if err := k.usable(); err != nil {
+		return err
 	}
 	if done, _ := k.Exited(); done {
 		return errNotRunning
@@ -77,8 +77,8 @@ func (k *Kubelet) Metrics(ctx context.Context) (string, error) {
 	if ctx == nil {
 		return "", &ArgError{Method: "Metrics", Arg: "ctx", Reason: "must not be nil"}
 	}
-	if k.isClosed() {
-		return "", ErrClosed
+	if err := k.usable(); err != nil {
+		return "", err
 	}
 	code, body, err := get(ctx, fmt.Sprintf("https://127.0.0.1:%d/metrics", k.Port))
 	if err != nil {

@@ -141,6 +141,9 @@ func CRIErrors(entries []LogEntry) []LogEntry {
 // Log parses the kubelet's log so far. It can be read after the kubelet
 // exited, until Close removes it.
 func (k *Kubelet) Log() ([]LogEntry, error) {
+	if k == nil || k.cmd == nil {
+		return nil, errZero
+	}
 	f, err := os.Open(k.LogPath)
 	if err != nil {
 		if k.isClosed() {

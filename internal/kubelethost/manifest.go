@@ -21,8 +21,8 @@ func (k *Kubelet) WriteStaticPod(pod *corev1.Pod) error {
 	if err := checkName("WriteStaticPod", pod.Name); err != nil {
 		return err
 	}
-	if k.isClosed() {
-		return ErrClosed
+	if err := k.usable(); err != nil {
+		return err
 	}
 	p := pod.DeepCopy()
 	if p.Kind == "" {
@@ -52,8 +52,8 @@ func (k *Kubelet) RemoveStaticPod(name string) error {
 	if err := checkName("RemoveStaticPod", name); err != nil {
 		return err
 	}
-	if k.isClosed() {
-		return ErrClosed
+	if err := k.usable(); err != nil {
+		return err
 	}
 	if err := os.Remove(k.manifestPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("kubelethost: RemoveStaticPod %s: %w", name, err)

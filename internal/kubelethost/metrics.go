@@ -111,12 +111,16 @@ func parseLabels(s string, into map[string]string) (string, error) {
 			return s[1:], nil
 		}
 		eq := strings.IndexByte(s, '=')
-		if eq <= 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+		if eq <= 0 {
 			return "", fmt.Errorf("bad label")
 		}
 		name := strings.TrimSpace(s[:eq])
+		s = strings.TrimLeft(s[eq+1:], " \t")
+		if s == "" || s[0] != '"' {
+			return "", fmt.Errorf("bad label")
+		}
 		var val strings.Builder
-		i := eq + 2
+		i := 1
 		for ; i < len(s) && s[i] != '"'; i++ {
 			if s[i] == '\\' && i+1 < len(s) {
 				i++

@@ -2,6 +2,7 @@ package kubelethost_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func TestRealNodeKubeletHost(t *testing.T) {
 	})
 	h, _ := k.Histogram(ctx, kubelethost.RelistDurationMetric)
 	t.Logf("%v", h)
-	sli, err := k.Histogram(ctx, kubelethost.PodStartSLIMetric)
+	sli, err := k.Histogram(ctx, kubelethost.PodStartMetric)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +113,19 @@ func TestRealNodeKubeletHost(t *testing.T) {
 	}
 	if err := k.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+	for name, err := range map[string]error{
+		"Healthz":         k.Healthz(ctx),
+		"WriteStaticPod":  k.WriteStaticPod(pod),
+		"RemoveStaticPod": k.RemoveStaticPod("hello"),
+		"Log":             second(k.Log()),
+	} {
+		if !errors.Is(err, kubelethost.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
+	if _, err := k.Metrics(ctx); !errors.Is(err, kubelethost.ErrClosed) {
+		t.Errorf("Metrics after Close = %v, want ErrClosed", err)
 	}
 	if _, err := os.Stat(k.Dir); !os.IsNotExist(err) {
 		t.Errorf("Close left %s (%v)", k.Dir, err)
