@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -339,18 +338,11 @@ func TestRealNodeKubeletThroughShim(t *testing.T) {
 		if summaries[i] != summaries[0] {
 			t.Errorf("%s settled differently from %s:\n%s\nvs\n%s", m.name, kubeletModes[0].name, summaries[i], summaries[0])
 		}
-		kinds := map[string]int{}
 		for _, e := range errs[i] {
-			kinds[e.Code()+": "+e.Message]++
 			if m.shim != nil && shimCaused(e) {
 				t.Errorf("%s: the kubelet logged a CRI error the shim may have caused: %s", m.name, e.Raw)
 			}
 		}
-		var lines []string
-		for _, kind := range slices.Sorted(maps.Keys(kinds)) {
-			lines = append(lines, fmt.Sprintf("%d x %s", kinds[kind], kind))
-		}
-		sort.Strings(lines)
-		t.Logf("%s: %d CRI errors in the kubelet log:\n  %s", m.name, len(errs[i]), strings.Join(lines, "\n  "))
+		t.Logf("%s: %d CRI errors in the kubelet log%s", m.name, len(errs[i]), errorKinds(errs[i]))
 	}
 }
