@@ -46,7 +46,7 @@ func TestKubeletBurstThroughShim(t *testing.T) {
 func runBurst(t *testing.T, m kubeletMode) []string {
 	n, k := kubeletOnNode(t, m)
 	img := n.PushImage(t, "kubelet/burst")
-	h := healthWatch{t: t, k: k}
+	h := healthWatch{t: t, k: k, threshold: m.plegThreshold()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// Pulled beforehand: the burst measures pod starts, not one pull
