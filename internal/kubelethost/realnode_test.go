@@ -44,7 +44,12 @@ func TestRealNodeKubeletHost(t *testing.T) {
 	n := testnode.Start(t)
 	before := hostState(t)
 	img := n.PushImage(t, "kh/app")
-	k := kubelethost.Start(t, n.Endpoint)
+	k := kubelethost.Start(t, n.Endpoint, kubelethost.WithNodeName("kh-realnode"), kubelethost.WithVerbosity(1),
+		kubelethost.WithFileCheckFrequency(2*time.Second), kubelethost.WithStopTimeout(30*time.Second),
+		kubelethost.WithImageEndpoint(n.Endpoint), kubelethost.WithStartTimeout(3*time.Minute))
+	if k.NodeName != "kh-realnode" || k.PodName("hello") != "hello-kh-realnode" {
+		t.Errorf("node name %q, pod name %q", k.NodeName, k.PodName("hello"))
+	}
 
 	grace := int64(1)
 	pod := &corev1.Pod{

@@ -17,9 +17,11 @@ func Start(t testing.TB, endpoint string, opts ...Option) *Kubelet {
 	k, err := New(endpoint, opts...)
 	if errors.Is(err, ErrUnavailable) {
 		testnode.Need(t, "the real kubelet", err)
+		return nil // Need has failed or skipped t
 	}
 	if err != nil {
 		t.Fatal(err)
+		return nil
 	}
 	t.Logf("kubelethost: kubelet %s (pid %d, node %s) on %s; dir %s", Version, k.PID(), k.NodeName, endpoint, k.Dir)
 	t.Cleanup(func() {
