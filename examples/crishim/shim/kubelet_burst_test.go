@@ -1,0 +1,132 @@
+package shim_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/internal/kubelethost"
+)
+
+// envKubeletBurst turns on TestKubeletBurstThroughShim, which takes minutes.
+const envKubeletBurst = "SYNCPOD_KUBELET_BURST"
+
+// kubeletBurstPods is how many static pods the burst writes at once.
+const kubeletBurstPods = 50
+
+// TestKubeletBurstThroughShim measures, for each mode, what the real
+// kubelet reports while 50 static pods appear at once and are then
+// deleted at once: its PLEG relist duration and its pod start duration
+// (a standalone kubelet exports no pod start SLI), and how long until
+// containerd runs every pod. It only logs numbers; on a shared machine
+// they are not stable enough to assert on. Each mode gets a node of its
+// own, one after the other, so they do not load each other.
+//
+//	SYNCPOD_KUBELET_BURST=1 SYNCPOD_REALNODE=require go test -run KubeletBurst -v ./examples/crishim/shim
+func TestKubeletBurstThroughShim(t *testing.T) {
+	if os.Getenv(envKubeletBurst) != "1" {
+		t.Skipf("set %s=1 to measure the kubelet with a %d-pod burst (minutes)", envKubeletBurst, kubeletBurstPods)
+	}
+	var report []string
+	for _, m := range kubeletModes {
+		t.Run(m.name, func(t *testing.T) {
+			report = append(report, runBurst(t, m)...)
+		})
+	}
+	t.Logf("kubelet %s, %d static pods at once:\n%s", kubelethost.Version, kubeletBurstPods, strings.Join(report, "\n"))
+}
+
+func runBurst(t *testing.T, m kubeletMode) []string {
+	n, k := kubeletOnNode(t, m)
+	img := n.PushImage(t, "kubelet/burst")
+	h := healthWatch{t: t, k: k, threshold: m.plegThreshold()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// Pulled beforehand: the burst measures pod starts, not one pull
+	// that every pod waits for.
+	if _, err := n.ImageService().PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(name string) kubelethost.Histogram {
+		t.Helper()
+		hist, err := k.Histogram(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hist
+	}
+	running := func() (int, int) {
+		var run, sandboxes int
+		for _, v := range runtimeView(t, n, k) {
+			if v.readySandbox() {
+				sandboxes++
+			}
+			if v.running("app") {
+				run++
+			}
+		}
+		return run, sandboxes
+	}
+
+	relist0, start0 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
+	began := time.Now()
+	for i := range kubeletBurstPods {
+		p := staticPod(fmt.Sprintf("burst-%02d", i), nil, workloadContainer("app", img, "pause"))
+		if err := k.WriteStaticPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pollUntil(t, h, fmt.Sprintf("%d pods to run", kubeletBurstPods), 8*time.Minute, func() (bool, string) {
+		run, _ := running()
+		return run == kubeletBurstPods, fmt.Sprintf("%d of %d running", run, kubeletBurstPods)
+	})
+	allRunning := time.Since(began)
+	relist1, start1 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
+
+	began = time.Now()
+	for i := range kubeletBurstPods {
+		if err := k.RemoveStaticPod(fmt.Sprintf("burst-%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pollUntil(t, h, "every pod to stop", 8*time.Minute, func() (bool, string) {
+		run, ready := running()
+		return run == 0 && ready == 0, fmt.Sprintf("%d running, %d sandboxes ready", run, ready)
+	})
+	allStopped := time.Since(began)
+	relist2 := scrape(kubelethost.RelistDurationMetric)
+	criErrs, err := k.CRIErrors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		fmt.Sprintf("%-10s create: all running after %v; relists meanwhile %v", m.name, allRunning.Round(10*time.Millisecond), relist1.Sub(relist0)),
+		fmt.Sprintf("%-10s create: %v", m.name, start1.Sub(start0)),
+		fmt.Sprintf("%-10s delete: all stopped after %v; relists meanwhile %v", m.name, allStopped.Round(10*time.Millisecond), relist2.Sub(relist1)),
+		fmt.Sprintf("%-10s %d CRI errors in the kubelet log%s", m.name, len(criErrs), errorKinds(criErrs)),
+	}
+	for _, l := range lines {
+		t.Log(l)
+	}
+	return lines
+}
+
+// errorKinds counts CRI errors by code and message, one kind a line.
+func errorKinds(errs []kubelethost.LogEntry) string {
+	kinds := map[string]int{}
+	for _, e := range errs {
+		kinds[e.Code()+": "+e.Message]++
+	}
+	var b strings.Builder
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		fmt.Fprintf(&b, "\n    %d x %s", kinds[kind], kind)
+	}
+	return b.String()
+}
