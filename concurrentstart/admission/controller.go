@@ -79,6 +79,7 @@ type podEntry struct {
 
 type request struct {
 	pod      string
+	kind     string
 	podSeq   uint64
 	seq      uint64
 	priority int
@@ -92,6 +93,7 @@ type request struct {
 // work ends.
 type Grant struct {
 	c        *Controller
+	kind     string
 	at       time.Time
 	inFlight int
 	once     sync.Once
@@ -118,17 +120,31 @@ func New(opts ...Option) (*Controller, error) {
 	return &Controller{cfg: cfg, pods: map[string]*podEntry{}}, nil
 }
 
-// Acquire waits for a grant for one piece of pod's work, in the order the
-// package doc gives, and returns it. It fails with ctx's error when ctx
-// ends first, ErrForgotten when Forget(pod) is called while it waits, and
-// ErrClosed after Close.
-func (c *Controller) Acquire(ctx context.Context, pod string, priority int) (*Grant, error) {
+// Request is one piece of a pod's runtime work asking for a grant.
+type Request struct {
+	// Pod identifies the pod (its UID); it must not be empty. A pod's first
+	// request makes its arrival.
+	Pod string
+	// Priority orders pods before arrival does: higher first.
+	Priority int
+	// Kind names the work ("StartContainer"): the Limiter compares each
+	// grant's latency with earlier grants of the same kind only, since a
+	// create and a start do not take the same time. Empty is one kind.
+	Kind string
+}
+
+// Acquire waits for a grant for one piece of r.Pod's work, in the order
+// the package doc gives, and returns it. It fails with ctx's error when ctx
+// ends first, ErrForgotten when Forget(r.Pod) is called while it waits,
+// and ErrClosed after Close.
+func (c *Controller) Acquire(ctx context.Context, r Request) (*Grant, error) {
 	if ctx == nil {
 		return nil, &ArgError{Method: "Acquire", Arg: "ctx", Reason: "must not be nil"}
 	}
-	if pod == "" {
-		return nil, &ArgError{Method: "Acquire", Arg: "pod", Reason: "must not be empty"}
+	if r.Pod == "" {
+		return nil, &ArgError{Method: "Acquire", Arg: "r.Pod", Reason: "must not be empty"}
 	}
+	pod, priority := r.Pod, r.Priority
 	if c == nil || c.pods == nil {
 		return nil, &ArgError{Method: "Acquire", Arg: "Controller", Reason: "is not initialized: use New"}
 	}
@@ -147,28 +163,28 @@ func (c *Controller) Acquire(ctx context.Context, pod string, priority int) (*Gr
 		c.pods[pod] = p
 	}
 	c.reqSeq++
-	r := &request{pod: pod, podSeq: p.seq, seq: c.reqSeq, priority: priority,
+	q := &request{pod: pod, kind: r.Kind, podSeq: p.seq, seq: c.reqSeq, priority: priority,
 		queued: c.cfg.clock.Now(), ready: make(chan struct{})}
-	c.queue = append(c.queue, r)
+	c.queue = append(c.queue, q)
 	c.dispatchLocked()
 	c.mu.Unlock()
 
 	select {
-	case <-r.ready:
-		return r.grant, r.err
+	case <-q.ready:
+		return q.grant, q.err
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
 	select {
-	case <-r.ready: // decided while ctx ended: a grant is given back
+	case <-q.ready: // decided while ctx ended: a grant is given back
 		c.mu.Unlock()
-		if r.err == nil {
-			r.grant.giveBack()
+		if q.err == nil {
+			q.grant.giveBack()
 		}
 		return nil, ctx.Err()
 	default:
 	}
-	c.removeLocked(r)
+	c.removeLocked(q)
 	c.mu.Unlock()
 	return nil, ctx.Err()
 }
@@ -248,7 +264,7 @@ func (g *Grant) Release(err error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.held--
-		c.cfg.limiter.Observe(Sample{Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Overload: isOverload(err)})
+		c.cfg.limiter.Observe(Sample{Kind: g.kind, Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Overload: isOverload(err)})
 		c.dispatchLocked()
 	})
 }
@@ -280,7 +296,7 @@ func (c *Controller) dispatchLocked() {
 		c.queue = append(c.queue[:best], c.queue[best+1:]...)
 		c.held++
 		c.granted++
-		r.grant = &Grant{c: c, at: now, inFlight: c.held}
+		r.grant = &Grant{c: c, kind: r.kind, at: now, inFlight: c.held}
 		close(r.ready)
 	}
 }

@@ -23,7 +23,7 @@ func queue(t *testing.T, c *admission.Controller, ctx context.Context, name, pod
 	t.Helper()
 	before := c.Stats()
 	go func() {
-		g, err := c.Acquire(ctx, pod, prio)
+		g, err := c.Acquire(ctx, admission.Request{Pod: pod, Priority: prio})
 		out <- result{name, g, err}
 	}()
 	waitUntil(t, func() bool {
@@ -177,7 +177,7 @@ func TestCloseFailsWaiters(t *testing.T) {
 	if r := <-out; !errors.Is(r.err, admission.ErrClosed) {
 		t.Fatalf("queued request: %v, want ErrClosed", r.err)
 	}
-	if _, err := c.Acquire(context.Background(), "late", 0); !errors.Is(err, admission.ErrClosed) {
+	if _, err := c.Acquire(context.Background(), admission.Request{Pod: "late"}); !errors.Is(err, admission.ErrClosed) {
 		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
 	}
 	hold.g.Release(nil)

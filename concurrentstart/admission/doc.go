@@ -14,7 +14,7 @@
 //
 // Each runtime call a worker makes is wrapped in a grant:
 //
-//	g, err := ctl.Acquire(ctx, string(pod.UID), priority)
+//	g, err := ctl.Acquire(ctx, admission.Request{Pod: string(pod.UID), Priority: prio, Kind: "StartContainer"})
 //	if err != nil {
 //		return err // ctx ended, the pod was forgotten, or ctl closed
 //	}
@@ -31,13 +31,16 @@
 // the request has waited, so a low-priority pod is never starved.
 //
 // Bound: a Limiter decides how many grants may be held at once. The
-// default, AIMD, raises the bound by one per bound's worth of grants that
-// finished no slower than Tolerance times the fastest recent latency, and
-// multiplies it by Backoff when a grant was slower or failed with an
-// overload error (deadline exceeded, resource exhausted, unavailable), as
-// TCP's congestion control and concurrency-limit libraries do: the bound
-// settles where latency starts to grow, which is where the runtime is
-// saturated but not oversubscribed. Fixed is a constant bound.
+// default, AIMD, averages grant latencies per Kind over windows of eight
+// (single RPC latencies are heavy-tailed; a window's mean moves with the
+// load) and compares each window's mean with the kind's uncongested mean:
+// a window within Tolerance (1.5) of it raises the bound (doubling until
+// the first congestion, then by one, as TCP's slow start and congestion
+// avoidance do), one beyond it, or an overload error (deadline exceeded,
+// resource exhausted, unavailable), cuts it by Backoff (0.75), at most
+// once per bound's worth of grants. The bound settles where latency
+// starts to grow, which is where the runtime is saturated but not
+// oversubscribed. Fixed is a constant bound.
 //
 // A Controller is safe for concurrent use; Close fails every queued and
 // later request with ErrClosed. Grants already held stay valid.

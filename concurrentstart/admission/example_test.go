@@ -19,7 +19,7 @@ func Example() {
 	for _, step := range []struct{ pod, work string }{
 		{"pod-a", "sandbox"}, {"pod-a", "start app"}, {"pod-b", "sandbox"},
 	} {
-		g, err := ctl.Acquire(ctx, step.pod, 0)
+		g, err := ctl.Acquire(ctx, admission.Request{Pod: step.pod, Kind: step.work})
 		if err != nil {
 			panic(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 // Sample is one finished grant, as a Limiter sees it.
 type Sample struct {
+	Kind     string        // the Request's Kind
 	Latency  time.Duration // from grant to Release
 	InFlight int           // grants held when this one was granted, itself included
 	Overload bool          // the work failed with an overload error
@@ -49,8 +50,24 @@ type AIMD struct {
 
 	mu       sync.Mutex
 	limit    float64
-	fastest  time.Duration // the fastest recent latency, drifting up slowly
-	sinceCut int           // samples since the last decrease
+	kinds    map[string]*kindWindow
+	sinceCut int  // samples since the last cut
+	cut      bool // a cut happened: slow start is over
+}
+
+// aimdWindow is how many samples of one kind are averaged before a
+// decision: single RPC latencies are heavy-tailed (a p99 four times the
+// median is usual), and one slow call is not congestion; the mean of
+// several moves with the load.
+const aimdWindow = 8
+
+// kindWindow is one kind's current window and its uncongested latency:
+// the lowest window mean seen, drifting up 1% a window so that a runtime
+// that became slower for good is not congestion forever.
+type kindWindow struct {
+	sum  time.Duration
+	n    int
+	base time.Duration
 }
 
 var (
@@ -85,7 +102,7 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 		cfg.Backoff = 0.75
 	}
 	if cfg.Tolerance == 0 {
-		cfg.Tolerance = 2
+		cfg.Tolerance = 1.5
 	}
 	if cfg.Min > cfg.Max {
 		return bad("Min", fmt.Sprintf("%d is above Max %d", cfg.Min, cfg.Max))
@@ -93,7 +110,7 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return bad("Initial", fmt.Sprintf("%d is outside [Min %d, Max %d]", cfg.Initial, cfg.Min, cfg.Max))
 	}
-	return &AIMD{cfg: cfg, limit: float64(cfg.Initial)}, nil
+	return &AIMD{cfg: cfg, limit: float64(cfg.Initial), kinds: map[string]*kindWindow{}}, nil
 }
 
 // Limit returns the current bound.
@@ -103,29 +120,56 @@ func (l *AIMD) Limit() int {
 	return int(l.limit)
 }
 
-// Observe raises the bound by 1/bound for a fast sample and cuts it by
-// Backoff for a slow or overloaded one, at most once per bound's worth of
-// samples: the grants that were in flight together when the runtime slowed
-// down all report it, and one slowdown is one cut.
+// Observe adds s to its kind's window. An overload error cuts the bound
+// by Backoff at once; a full window whose mean latency is above Tolerance
+// times the kind's uncongested latency cuts it too, and one that is not
+// raises it by one: a step per window, as TCP grows its window per round
+// trip.
 func (l *AIMD) Observe(s Sample) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sinceCut++
-	if s.Latency > 0 {
-		// The fastest recent latency drifts up by 0.1% a sample, so a
-		// runtime that became slower for good is not congestion forever.
-		if l.fastest == 0 || s.Latency < l.fastest {
-			l.fastest = s.Latency
-		} else {
-			l.fastest += l.fastest / 1000
+	if s.Overload {
+		// The grants in flight together fail together: one cut for them.
+		if l.sinceCut >= int(l.limit) {
+			l.cutLocked()
 		}
+		return
 	}
-	slow := s.Overload || (l.fastest > 0 && float64(s.Latency) > l.cfg.Tolerance*float64(l.fastest))
-	switch {
-	case slow && l.sinceCut >= int(l.limit):
-		l.limit = max(float64(l.cfg.Min), l.limit*l.cfg.Backoff)
-		l.sinceCut = 0
-	case !slow:
-		l.limit = min(float64(l.cfg.Max), l.limit+1/l.limit)
+	k := l.kinds[s.Kind]
+	if k == nil {
+		k = &kindWindow{}
+		l.kinds[s.Kind] = k
 	}
+	k.sum += s.Latency
+	k.n++
+	if k.n < aimdWindow {
+		return
+	}
+	mean := k.sum / time.Duration(k.n)
+	k.sum, k.n = 0, 0
+	if k.base == 0 || mean < k.base {
+		k.base = mean
+	} else {
+		k.base += k.base / 100
+	}
+	if float64(mean) > l.cfg.Tolerance*float64(k.base) {
+		// Every kind's window that overlapped the slowdown reports it,
+		// and the grants that caused it finish after the cut: one cut
+		// per bound's worth of samples.
+		if l.sinceCut >= int(l.limit) {
+			l.cutLocked()
+		}
+		return
+	}
+	if l.cut {
+		l.limit = min(float64(l.cfg.Max), l.limit+1)
+	} else { // slow start: double until the first sign of congestion
+		l.limit = min(float64(l.cfg.Max), l.limit*2)
+	}
+}
+
+func (l *AIMD) cutLocked() {
+	l.limit = max(float64(l.cfg.Min), l.limit*l.cfg.Backoff)
+	l.sinceCut, l.cut = 0, true
 }

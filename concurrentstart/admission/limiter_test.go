@@ -21,40 +21,57 @@ func newAIMD(t *testing.T, cfg admission.AIMDConfig) *admission.AIMD {
 	return l
 }
 
-// Fast samples raise the bound by about one per bound's worth of samples,
-// up to Max.
-func TestAIMDGrowsWhileFast(t *testing.T) {
-	l := newAIMD(t, admission.AIMDConfig{Initial: 2, Max: 6})
-	for range 4 {
-		l.Observe(admission.Sample{Latency: 10 * time.Millisecond})
-	}
-	if got := l.Limit(); got != 3 {
-		t.Fatalf("after 4 fast samples from 2: bound %d, want 3", got)
-	}
-	for range 100 {
-		l.Observe(admission.Sample{Latency: 10 * time.Millisecond})
-	}
-	if got := l.Limit(); got != 6 {
-		t.Fatalf("bound %d, want Max 6", got)
+func observe(l *admission.AIMD, n int, d time.Duration) {
+	for range n {
+		l.Observe(admission.Sample{Latency: d})
 	}
 }
 
-// A slow sample (beyond Tolerance x the fastest) or an overload error cuts
-// the bound by Backoff, once for a bound's worth of samples, never below
-// Min.
+// Fast windows double the bound until the first congestion (slow start),
+// then raise it by one each, up to Max.
+func TestAIMDGrowsWhileFast(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 2, Max: 40})
+	observe(l, 16, 10*time.Millisecond)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("after two fast windows from 2: bound %d, want 8 (doubling)", got)
+	}
+	observe(l, 8, 50*time.Millisecond) // congestion: cut, slow start over
+	if got := l.Limit(); got != 6 {
+		t.Fatalf("after a slow window: bound %d, want 6", got)
+	}
+	observe(l, 8, 10*time.Millisecond)
+	if got := l.Limit(); got != 7 {
+		t.Fatalf("after a fast window past slow start: bound %d, want 7", got)
+	}
+	observe(l, 800, 10*time.Millisecond)
+	if got := l.Limit(); got != 40 {
+		t.Fatalf("bound %d, want Max 40", got)
+	}
+}
+
+// A window whose mean is beyond Tolerance x the uncongested mean cuts the
+// bound by Backoff, once per bound's worth of samples; one slow call in a
+// window does not. Overload errors cut too; never below Min.
 func TestAIMDCutsOnCongestion(t *testing.T) {
-	l := newAIMD(t, admission.AIMDConfig{Initial: 8, Min: 2, Backoff: 0.5})
-	for range 8 {
-		l.Observe(admission.Sample{Latency: 10 * time.Millisecond})
+	l := newAIMD(t, admission.AIMDConfig{Initial: 8, Min: 2, Max: 8, Backoff: 0.5})
+	observe(l, 8, 10*time.Millisecond)
+	for i := range 8 { // one outlier: mean 13.75 ms, not congestion
+		d := 10 * time.Millisecond
+		if i == 3 {
+			d = 40 * time.Millisecond
+		}
+		l.Observe(admission.Sample{Latency: d})
 	}
-	before := l.Limit()
-	l.Observe(admission.Sample{Latency: 50 * time.Millisecond})
-	if got := l.Limit(); got != before/2 {
-		t.Fatalf("after a slow sample: bound %d, want %d", got, before/2)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("a single slow call cut the bound: %d, want 8", got)
 	}
-	l.Observe(admission.Sample{Latency: 50 * time.Millisecond}) // same slowdown: no second cut
-	if got := l.Limit(); got != before/2 {
-		t.Fatalf("second slow sample of the same window cut again: %d", got)
+	observe(l, 8, 50*time.Millisecond)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("after a slow window: %d, want 4", got)
+	}
+	observe(l, 8, 50*time.Millisecond)
+	if got := l.Limit(); got != 2 {
+		t.Fatalf("after a second slow window: %d, want 2", got)
 	}
 	for range 20 {
 		l.Observe(admission.Sample{Latency: time.Millisecond, Overload: true})
@@ -73,7 +90,7 @@ func TestControllerFeedsLimiter(t *testing.T) {
 	ctx := context.Background()
 	var gs []*admission.Grant
 	for i := range 4 {
-		g, err := c.Acquire(ctx, string(rune('a'+i)), 0)
+		g, err := c.Acquire(ctx, admission.Request{Pod: string(rune('a' + i))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,5 +103,18 @@ func TestControllerFeedsLimiter(t *testing.T) {
 	gs[3].Release(status.Error(codes.DeadlineExceeded, "runtime too slow"))
 	if got := c.Stats().Limit; got != 2 {
 		t.Fatalf("bound after an overload: %d, want 2", got)
+	}
+}
+
+// Kinds are compared with themselves: a start four times slower than a
+// create is not congestion.
+func TestAIMDComparesKindsApart(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4})
+	for range 40 {
+		l.Observe(admission.Sample{Kind: "CreateContainer", Latency: 10 * time.Millisecond})
+		l.Observe(admission.Sample{Kind: "StartContainer", Latency: 40 * time.Millisecond})
+	}
+	if got := l.Limit(); got <= 4 {
+		t.Fatalf("bound %d after uncongested mixed samples, want it grown above 4", got)
 	}
 }

@@ -44,20 +44,20 @@ func TestMisuse(t *testing.T) {
 
 	c := newController(t)
 	var nilCtx context.Context
-	if _, err := c.Acquire(nilCtx, "p", 0); !isArgError(err, "ctx") {
+	if _, err := c.Acquire(nilCtx, admission.Request{Pod: "p"}); !isArgError(err, "ctx") {
 		t.Errorf("nil ctx: %v, want *ArgError for ctx", err)
 	}
-	if _, err := c.Acquire(context.Background(), "", 0); !isArgError(err, "pod") {
+	if _, err := c.Acquire(context.Background(), admission.Request{}); !isArgError(err, "r.Pod") {
 		t.Errorf("empty pod: %v, want *ArgError for pod", err)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Acquire(cctx, "p", 0); !errors.Is(err, context.Canceled) {
+	if _, err := c.Acquire(cctx, admission.Request{Pod: "p"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled ctx: %v", err)
 	}
 
 	var zero admission.Controller
-	if _, err := zero.Acquire(context.Background(), "p", 0); !isArgError(err, "Controller") {
+	if _, err := zero.Acquire(context.Background(), admission.Request{Pod: "p"}); !isArgError(err, "Controller") {
 		t.Errorf("zero Controller: %v, want *ArgError saying use New", err)
 	}
 	zero.Forget("p")
@@ -68,7 +68,7 @@ func TestMisuse(t *testing.T) {
 		t.Errorf("zero Stats: %+v", s)
 	}
 
-	g, err := c.Acquire(context.Background(), "p", 0)
+	g, err := c.Acquire(context.Background(), admission.Request{Pod: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ var scenarioOrder = []string{"burst", "big-image", "stall", "churn"}
 
 func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	names := fs.String("scenarios", strings.Join(scenarioOrder, ","), "scenarios to run: "+strings.Join(scenarioOrder, ", "))
+	names := fs.String("scenarios", strings.Join(scenarioOrder, ","), "scenarios to run: "+strings.Join(scenarioOrder, ", ")+", cpu-burst (not in the default set)")
 	modes := fs.String("modes", "baseline,syncpod", "modes to run, in order")
 	scale := fs.Float64("scale", 0.5, "multiply every simulated latency, bandwidth time and kubelet period by this")
 	endpoint := fs.String("runtime-endpoint", "", "run against a real CRI runtime instead of the simulated one")
@@ -59,7 +59,17 @@ func main() {
 	}
 	all := scenarios(*scale)
 	var results []Result
+	var cpuResults []CPUResult
 	for _, name := range splitList(*names) {
+		if name == "cpu-burst" {
+			fmt.Fprintf(os.Stderr, "running cpu-burst (%d pods x 3 containers on 2 busy cores) in modes %v...\n", cpuBurstPods, cpuBurstModes)
+			r, err := runCPUBurst(ctx, rc, cpuBurstModes, cpuBurstPods)
+			if err != nil {
+				fatal(err)
+			}
+			cpuResults = append(cpuResults, r...)
+			continue
+		}
 		scs, ok := all[name]
 		if !ok {
 			fatal(fmt.Errorf("unknown scenario %q", name))
@@ -102,10 +112,22 @@ func main() {
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(results)
+		_ = enc.Encode(struct {
+			Scenarios []Result
+			CPUBurst  []CPUResult `json:",omitempty"`
+		}{results, cpuResults})
 		return
 	}
-	printTable(os.Stdout, results, *scale, *endpoint)
+	if len(results) > 0 {
+		printTable(os.Stdout, results, *scale, *endpoint)
+	}
+	if len(cpuResults) > 0 {
+		where := fmt.Sprintf("simulated node (crisim) with 2 cores (crisim.WithCPU), latencies x%.2f", *scale)
+		if *endpoint != "" {
+			where = "runtime " + *endpoint
+		}
+		printCPUTable(os.Stdout, cpuResults, where)
+	}
 }
 
 func fatal(err error) {

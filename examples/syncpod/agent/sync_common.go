@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/syncpod/syncpod/concurrentstart/admission"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		}
 	}
 	var id string
-	err := a.admitted(ctx, pod, func() (err error) {
+	err := a.admitted(ctx, pod, "RunPodSandbox", func() (err error) {
 		id, err = a.rt.RunPodSandbox(ctx, sandboxConfig(pod, acts.sandboxAttempt), "")
 		return err
 	})
@@ -44,14 +45,14 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		a.inspector.forget(id)
 	}
 	var id string
-	err := a.admitted(ctx, pod, func() (err error) {
+	err := a.admitted(ctx, pod, "CreateContainer", func() (err error) {
 		id, err = a.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, step), sandboxConfig(pod, sbAttempt))
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
 	}
-	if err := a.admitted(ctx, pod, func() error { return a.rt.StartContainer(ctx, id) }); err != nil {
+	if err := a.admitted(ctx, pod, "StartContainer", func() error { return a.rt.StartContainer(ctx, id) }); err != nil {
 		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
 	}
 	if step.restartKey != "" {
@@ -117,11 +118,11 @@ func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
 
 // admitted runs one runtime call of pod under a start-admission grant, in
 // syncpod mode; the call's error teaches the admission's limiter.
-func (a *Agent) admitted(ctx context.Context, pod *corev1.Pod, call func() error) error {
+func (a *Agent) admitted(ctx context.Context, pod *corev1.Pod, kind string, call func() error) error {
 	if a.admission == nil || a.lifecycle == nil {
 		return call()
 	}
-	g, err := a.admission.Acquire(ctx, string(pod.UID), int(ptr.Deref(pod.Spec.Priority, 0)))
+	g, err := a.admission.Acquire(ctx, admission.Request{Pod: string(pod.UID), Priority: int(ptr.Deref(pod.Spec.Priority, 0)), Kind: kind})
 	if err != nil {
 		return fmt.Errorf("start admission: %w", err)
 	}

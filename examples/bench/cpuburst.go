@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/scenario"
+)
+
+// The cpu-burst scenario: 50 pods x 3 containers, image present, on a
+// runtime whose starts are CPU-bound (crisim's CPU model with 2 cores, or
+// a real containerd), run five ways in one process:
+//
+//	serial       one pod after another, one container after another (a kubelet-like ideal of no overlap)
+//	all-at-once  every pod at once, each pod's containers at once
+//	baseline     the agent in baseline mode
+//	unbounded    the agent in syncpod mode without start admission
+//	syncpod      the agent in syncpod mode with its start admission
+//
+// For each it reports the makespan, pod startup p50 and p99, and the
+// latency of an independent client's ListPodSandbox + ListContainers every
+// 100 ms during the run: what a kubelet relisting on the same node sees.
+var cpuBurstModes = []string{"serial", "all-at-once", "baseline", "unbounded", "syncpod"}
+
+// CPUResult is one cpu-burst run.
+type CPUResult struct {
+	Mode                  string
+	Pods, Started         int
+	Makespan, P50, P99    time.Duration
+	RelistP50, RelistP99  time.Duration
+	Relists               int
+	AdmissionLimitAtFinal int
+	TimedOut              bool
+}
+
+const cpuBurstPods = 50
+
+func cpuBurstPodsFor(image string, n int) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		p := scenario.Pod(scenario.PodOptions{
+			Name: fmt.Sprintf("cpu-%02d", i), Containers: []string{image, image, image},
+		})
+		if p.Namespace == "" {
+			p.Namespace = "default"
+		}
+		if p.UID == "" {
+			p.UID = types.UID("uid-" + p.Name)
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+// cpuBurstRuntime is the simulated node of the scenario: realistic
+// latencies, no pulls (the image is present), two cores.
+func cpuBurstRuntime(scale float64, image string) []crisim.Option {
+	rt := scenario.DefaultRuntime(scale)
+	opts := rt.Options()
+	work := map[string]time.Duration{}
+	for m, d := range crisim.DefaultCPUWork {
+		work[m] = scaleDur(d, scale)
+	}
+	return append(opts, crisim.WithImage(image, 10<<20), crisim.WithCPU(2, work))
+}
+
+// runCPUBurst runs every mode on a fresh runtime each (the simulated one,
+// or endpoint with pods rewritten by real).
+func runCPUBurst(ctx context.Context, rc runConfig, modes []string, n int) ([]CPUResult, error) {
+	var out []CPUResult
+	for _, mode := range modes {
+		endpoint := rc.endpoint
+		image := "registry.sim/cpu:1"
+		var srv *crisim.Server
+		if endpoint == "" {
+			var err error
+			if srv, err = crisim.Start(cpuBurstRuntime(rc.scale, image)...); err != nil {
+				return nil, err
+			}
+			endpoint = srv.Endpoint()
+		}
+		pods := cpuBurstPodsFor(image, n)
+		if rc.real != nil {
+			pods = rc.real.rewrite(pods)
+		}
+		r, err := runCPUBurstMode(ctx, rc, endpoint, mode, pods)
+		if srv != nil {
+			_ = srv.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cpu-burst %s: %w", mode, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, pods []*corev1.Pod) (CPUResult, error) {
+	res := CPUResult{Mode: mode, Pods: len(pods)}
+	client, err := criclient.Dial(ctx, endpoint, criclient.WithLogger(rc.log))
+	if err != nil {
+		return res, err
+	}
+	defer client.Close(context.Background())
+	probe, err := criclient.Dial(ctx, endpoint)
+	if err != nil {
+		return res, err
+	}
+	defer probe.Close(context.Background())
+
+	// Leftovers of an interrupted run would distort the runtime's load.
+	cleaner, err := agent.New(client, client, agent.WithMode(agent.ModeBaseline))
+	if err != nil {
+		return res, err
+	}
+	_ = cleaner.Cleanup(ctx)
+
+	probeStop := make(chan struct{})
+	var probeWG sync.WaitGroup
+	var relists []time.Duration
+	probeWG.Add(1)
+	go func() {
+		defer probeWG.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-probeStop:
+				return
+			case <-t.C:
+			}
+			t0 := time.Now()
+			_, err1 := probe.ListPodSandbox(ctx, nil)
+			_, err2 := probe.ListContainers(ctx, nil)
+			if err1 == nil && err2 == nil {
+				relists = append(relists, time.Since(t0))
+			}
+		}
+	}()
+
+	deadline := time.Now().Add(rc.timeout)
+	var startups []time.Duration
+	switch mode {
+	case "serial", "all-at-once":
+		startups, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
+	default:
+		startups, res.TimedOut, res.AdmissionLimitAtFinal, err = runAgent(ctx, client, pods, mode, rc, deadline)
+		if err != nil {
+			close(probeStop)
+			probeWG.Wait()
+			return res, err
+		}
+	}
+	close(probeStop)
+	probeWG.Wait()
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	if err := cleaner.Cleanup(cctx); err != nil {
+		rc.log.Warn("cleanup", zap.Error(err))
+	}
+	cancel()
+
+	sort.Slice(startups, func(i, j int) bool { return startups[i] < startups[j] })
+	res.Started = len(startups)
+	if n := len(startups); n > 0 {
+		res.Makespan = startups[n-1]
+	}
+	res.P50, res.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+	sort.Slice(relists, func(i, j int) bool { return relists[i] < relists[j] })
+	res.Relists = len(relists)
+	res.RelistP50, res.RelistP99 = agent.Percentile(relists, 50), agent.Percentile(relists, 99)
+	return res, nil
+}
+
+// runRaw starts the pods with direct CRI calls and returns each pod's
+// startup (t0 to its last StartContainer).
+func runRaw(ctx context.Context, rt *criclient.Client, pods []*corev1.Pod, serial bool, deadline time.Time, log *zap.Logger) ([]time.Duration, bool) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	t0 := time.Now()
+	startPod := func(pod *corev1.Pod) (time.Duration, error) {
+		sbc := agent.SandboxConfig(pod, 0)
+		sb, err := rt.RunPodSandbox(ctx, sbc, "")
+		if err != nil {
+			return 0, err
+		}
+		startOne := func(c *corev1.Container) error {
+			id, err := rt.CreateContainer(ctx, sb, agent.ContainerConfig(pod, c, false, 0), sbc)
+			if err != nil {
+				return err
+			}
+			return rt.StartContainer(ctx, id)
+		}
+		if serial {
+			for i := range pod.Spec.Containers {
+				if err := startOne(&pod.Spec.Containers[i]); err != nil {
+					return 0, err
+				}
+			}
+			return time.Since(t0), nil
+		}
+		errs := make(chan error, len(pod.Spec.Containers))
+		for i := range pod.Spec.Containers {
+			go func() { errs <- startOne(&pod.Spec.Containers[i]) }()
+		}
+		var first error
+		for range pod.Spec.Containers {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return time.Since(t0), first
+	}
+	var mu sync.Mutex
+	var out []time.Duration
+	record := func(pod *corev1.Pod, d time.Duration, err error) {
+		if err != nil {
+			log.Warn("raw start", zap.String("pod", pod.Name), zap.Error(err))
+			return
+		}
+		mu.Lock()
+		out = append(out, d)
+		mu.Unlock()
+	}
+	if serial {
+		for _, p := range pods {
+			d, err := startPod(p)
+			record(p, d, err)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for _, p := range pods {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := startPod(p)
+				record(p, d, err)
+			}()
+		}
+		wg.Wait()
+	}
+	return out, len(out) < len(pods)
+}
+
+// runAgent runs the pods through the agent and returns each pod's startup
+// as the agent measures it (creation to all containers running, observed).
+func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod, mode string, rc runConfig, deadline time.Time) ([]time.Duration, bool, int, error) {
+	m := agent.ModeSyncPod
+	opts := []agent.Option{agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log)}
+	var ctl *admission.Controller
+	switch mode {
+	case "baseline":
+		m = agent.ModeBaseline
+	case "unbounded":
+		opts = append(opts, agent.WithStartAdmission(nil))
+	case "syncpod":
+		var err error
+		if ctl, err = admission.New(); err != nil {
+			return nil, false, 0, err
+		}
+		defer ctl.Close()
+		opts = append(opts, agent.WithStartAdmission(ctl))
+	default:
+		return nil, false, 0, fmt.Errorf("unknown mode %q (want one of %v)", mode, cpuBurstModes)
+	}
+	var mu sync.Mutex
+	var startups []time.Duration
+	done := make(chan struct{})
+	opts = append(opts, agent.WithMode(m), agent.WithEventHook(func(e agent.Event) {
+		if e.Type != agent.EventRunning {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		startups = append(startups, e.Duration)
+		if len(startups) == len(pods) {
+			close(done)
+		}
+	}))
+	a, err := agent.New(client, client, opts...)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if err := a.Start(); err != nil {
+		return nil, false, 0, err
+	}
+	for _, p := range pods {
+		a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"})
+	}
+	if ctl != nil && rc.log.Core().Enabled(zap.DebugLevel) {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				st := ctl.Stats()
+				rc.log.Debug("admission", zap.Int("limit", st.Limit), zap.Int("held", st.Held), zap.Int("queued", st.Queued))
+			}
+		}()
+	}
+	timedOut := false
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline)):
+		timedOut = true
+	case <-ctx.Done():
+		timedOut = true
+	}
+	a.Stop()
+	limit := 0
+	if ctl != nil {
+		limit = ctl.Stats().Limit
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]time.Duration(nil), startups...), timedOut, limit, nil
+}
+
+func printCPUTable(w io.Writer, results []CPUResult, where string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "cpu-burst mode\tpods\tmakespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t")
+	var all *CPUResult
+	for i, r := range results {
+		to := ""
+		if r.TimedOut {
+			to = " (timeout)"
+		}
+		if r.Mode == "all-at-once" {
+			all = &results[i]
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t\n", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
+			ms(r.P50), ms(r.P99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionLimitAtFinal)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\n%s\n", where)
+	if all == nil || all.Makespan == 0 {
+		return
+	}
+	for _, r := range results {
+		if r.Mode == "all-at-once" || r.Makespan == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s vs all-at-once: makespan %.2fx (aim <= 1.05), p50/all-at-once makespan %.2f (aim <= 0.6), p99 %.2fx, relist p99 %.2fx (aim <= 0.2)\n",
+			r.Mode, float64(r.Makespan)/float64(all.Makespan), float64(r.P50)/float64(all.Makespan),
+			float64(r.P99)/float64(all.P99), ratio(r.RelistP99, all.RelistP99))
+	}
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
