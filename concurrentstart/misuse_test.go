@@ -21,7 +21,6 @@ func TestMisuseOptions(t *testing.T) {
 		"unknown policy":    cs.WithFailurePolicy(cs.FailurePolicy(7)),
 		"nil clock":         cs.WithClock(nil),
 		"typed-nil clock":   cs.WithClock(nilClock),
-		"nil observer":      cs.WithObserver(nil),
 	} {
 		_, err := cs.New([]cs.Node{{Name: "a", Start: noop}}, opt)
 		var ce *cs.ConfigError
@@ -36,8 +35,8 @@ func TestMisuseOptions(t *testing.T) {
 	if got, want := err.Error(), "concurrentstart: WithMaxParallel: -3 is negative"; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
-	if _, err := cs.New([]cs.Node{{Name: "a", Start: noop}}, nil); err != nil {
-		t.Errorf("a nil Option must be ignored: %v", err)
+	if _, err := cs.New([]cs.Node{{Name: "a", Start: noop}}, nil, cs.WithObserver(nil)); err != nil {
+		t.Errorf("a nil Option and a nil observer must be accepted: %v", err)
 	}
 }
 

@@ -98,15 +98,9 @@ func WithClock(clk clock.PassiveClock) Option {
 // work: a node's own goroutine, or for a node that never started, the
 // goroutine calling Run. So calls may be concurrent, a slow observer slows
 // the run, and it must not call back into the Plan's run. It is never called
-// after Run returns. A nil fn is refused.
+// after Run returns. nil (the default) observes nothing.
 func WithObserver(fn func(Event)) Option {
-	return func(c *config) {
-		if fn == nil {
-			c.fail("WithObserver", "must not be nil")
-			return
-		}
-		c.observer = fn
-	}
+	return func(c *config) { c.observer = fn }
 }
 
 // EventKind says what an Event reports.
