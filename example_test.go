@@ -39,7 +39,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer rt.Close(ctx)
+	defer rt.Close()
 
 	cache := statecache.New[types.UID, *pleg.PodStatus]()
 	gen, err := pleg.New(rt, cache)

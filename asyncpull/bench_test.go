@@ -168,7 +168,7 @@ func runBurst(b *testing.B, strategy string) burstResult {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = c.Close(context.Background()) }()
+	defer func() { _ = c.Close() }()
 
 	workers := &podWorkers{wake: map[types.UID]chan struct{}{}}
 	for p := range benchPods {

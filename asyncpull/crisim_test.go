@@ -32,7 +32,7 @@ func startSim(tb testing.TB, opts ...crisim.Option) (*crisim.Runtime, *criclient
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		_ = c.Close(context.Background())
+		_ = c.Close()
 		_ = srv.Close()
 	})
 	return srv.Runtime(), c

@@ -26,7 +26,7 @@ func TestRealNodeBurstFetchesEachLayerOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Close(context.Background()) }()
+	defer func() { _ = c.Close() }()
 	n.ResetRegistryCounts()
 
 	rec := &eventRecorder{}

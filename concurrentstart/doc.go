@@ -59,8 +59,11 @@
 // When ctx is done, Run starts nothing more, marks every node not yet
 // started Canceled at once, and returns as soon as in-flight functions
 // return (they see ctx canceled). Run never leaves a goroutine behind and
-// never calls a node function or hook after it returns. A panic in a node
-// function fails that node with a *PanicError instead of the process.
+// never calls a node function or observer after it returns. Run does not
+// recover a panic in a node function or observer (errgroup's reasoning: it
+// is the caller's bug, and recovering it hides its stack): it crashes the
+// program from the node's goroutine, or unwinds through Run when it happens
+// in the goroutine calling Run.
 //
 // Each Result has the Outcome (Succeeded, Failed, Skipped, Canceled), the
 // error, the last condition Reached, why it was skipped, and StartTime and
@@ -69,9 +72,15 @@
 // by outcome that unwraps to a *NodeError per failure (and to the context's
 // cause), so errors.Is and errors.As work on it.
 //
-// WithOnNodeStarted and WithOnNodeFinished hooks are called outside any
-// lock, from node goroutines (and, for nodes that never started, from the
-// goroutine calling Run), so they must be safe for concurrent use.
+// An observer set with WithObserver is told of each node starting and
+// finishing (Event), synchronously, from node goroutines (and, for nodes
+// that never started, from the goroutine calling Run), so it must be safe
+// for concurrent use.
+//
+// Options follow one shape (type Option func(*config)); a bad one makes New
+// return a *ConfigError, which does not match ErrInvalidPlan.
+// WithMaxParallel(0), the default, is unlimited. A nil ctx given to Run is
+// an *ArgError.
 //
 // A Plan is immutable: Run may be called again, even concurrently; each call
 // runs every function afresh.

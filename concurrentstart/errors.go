@@ -7,16 +7,35 @@ import (
 	"strings"
 )
 
-// ErrInvalidPlan is matched (errors.Is) by every validation error returned by
-// Validate and New: *InvalidNodeError, *DuplicateNodeError,
-// *UnknownDependencyError, *InvalidDependencyError, *CycleError and
-// *InvalidOptionError.
+// ErrInvalidPlan is matched (errors.Is) by every error Validate and New
+// return for the nodes: *InvalidNodeError, *DuplicateNodeError,
+// *UnknownDependencyError, *InvalidDependencyError and *CycleError. A bad
+// option is a *ConfigError instead, which does not match it: the graph may
+// be fine.
 var ErrInvalidPlan = errors.New("concurrentstart: invalid plan")
 
-// ErrNilContext is returned by Plan.Run when called with a nil context.
-// It is a misuse of Run, not a property of the plan, so it does not match
-// ErrInvalidPlan. No node function is called.
-var ErrNilContext = errors.New("concurrentstart: Plan.Run: nil context")
+// ConfigError is an option New cannot use.
+type ConfigError struct {
+	Option string // the option, e.g. "WithMaxParallel"
+	Reason string // what is wrong with it
+}
+
+// Error returns "concurrentstart: Option: reason".
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("concurrentstart: %s: %s", e.Option, e.Reason)
+}
+
+// ArgError is a bad argument to a method: a nil ctx, a nil *Plan.
+type ArgError struct {
+	Method string // e.g. "Run"
+	Arg    string // e.g. "ctx"
+	Reason string
+}
+
+// Error returns "concurrentstart: Method: arg reason".
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("concurrentstart: %s: %s %s", e.Method, e.Arg, e.Reason)
+}
 
 // InvalidNodeError reports a node that cannot be run: an empty name or a nil
 // Start function.
@@ -107,22 +126,6 @@ func (e *CycleError) Error() string {
 // Is reports whether target is ErrInvalidPlan.
 func (e *CycleError) Is(target error) bool { return target == ErrInvalidPlan }
 
-// InvalidOptionError reports an option given an unusable value.
-type InvalidOptionError struct {
-	// Option is the option's constructor name, e.g. "WithMaxParallel".
-	Option string
-	// Reason says what is wrong.
-	Reason string
-}
-
-// Error describes the invalid option error.
-func (e *InvalidOptionError) Error() string {
-	return fmt.Sprintf("concurrentstart: %s: %s", e.Option, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidPlan.
-func (e *InvalidOptionError) Is(target error) bool { return target == ErrInvalidPlan }
-
 // NodeError is a node's failure as wrapped in a *RunError.
 type NodeError struct {
 	// Node is the failed node's name.
@@ -132,8 +135,7 @@ type NodeError struct {
 	// Phase is the condition the node was working towards when Err was
 	// returned: Started for Start, Ready for Ready, Completed for Complete.
 	Phase Condition
-	// Err is the error the node's function returned (a *PanicError if it
-	// panicked).
+	// Err is the error the node's function returned.
 	Err error
 }
 
@@ -148,20 +150,6 @@ func (e *NodeError) Error() string {
 
 // Unwrap returns Err.
 func (e *NodeError) Unwrap() error { return e.Err }
-
-// PanicError is the error recorded for a node function that panicked. The
-// panic is recovered so that it fails one node instead of the process.
-type PanicError struct {
-	// Value is the value passed to panic.
-	Value any
-	// Stack is the goroutine's stack at the panic.
-	Stack []byte
-}
-
-// Error describes the panic error.
-func (e *PanicError) Error() string {
-	return fmt.Sprintf("concurrentstart: node function panicked: %v", e.Value)
-}
 
 // RunError is returned by Plan.Run when not every node succeeded. It unwraps
 // to one *NodeError per failed or canceled-in-flight node, and to the run
@@ -197,9 +185,9 @@ var (
 	_ error = (*UnknownDependencyError)(nil)
 	_ error = (*InvalidDependencyError)(nil)
 	_ error = (*CycleError)(nil)
-	_ error = (*InvalidOptionError)(nil)
+	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
 	_ error = (*NodeError)(nil)
-	_ error = (*PanicError)(nil)
 	_ error = (*RunError)(nil)
 	_ error = (*failFastCause)(nil)
 )

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	cs "github.com/syncpod/syncpod/concurrentstart"
 )
@@ -260,10 +259,13 @@ func checkGraph(t *testing.T, g genGraph) {
 	nodes := g.build(rec)
 	opts := []cs.Option{
 		cs.WithFailurePolicy(g.policy),
-		cs.WithOnNodeStarted(func(string, time.Time) { rec.startHooks.Add(1) }),
-		cs.WithOnNodeFinished(func(r cs.Result) {
+		cs.WithObserver(func(ev cs.Event) {
+			if ev.Kind == cs.NodeStarted {
+				rec.startHooks.Add(1)
+				return
+			}
 			rec.mu.Lock()
-			rec.finished[r.Name]++
+			rec.finished[ev.Node]++
 			rec.mu.Unlock()
 		}),
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // FailurePolicy says what a run does when a node fails.
@@ -34,25 +36,21 @@ func (p FailurePolicy) String() string {
 	}
 }
 
+// Option configures a Plan. Options are applied in order; a nil Option is
+// ignored.
+type Option func(*config)
+
 type config struct {
-	maxParallel int
+	maxParallel int // 0: unlimited
 	policy      FailurePolicy
 	clock       clock.PassiveClock
-	onStarted   func(name string, at time.Time)
-	onFinished  func(Result)
-	err         error
+	observer    func(Event)
+	err         *ConfigError
 }
-
-// Option configures a Plan.
-type Option interface{ apply(*config) }
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
 
 func (c *config) fail(option, reason string) {
 	if c.err == nil {
-		c.err = &InvalidOptionError{Option: option, Reason: reason}
+		c.err = &ConfigError{Option: option, Reason: reason}
 	}
 }
 
@@ -60,54 +58,82 @@ func (c *config) fail(option, reason string) {
 // the whole run. It does not bound Ready or Complete functions: those wait
 // for something (a probe, an exit) rather than do work, and holding a slot
 // while waiting would let one slow init container throttle everything else.
-// n must be at least 1. The default is no bound.
+// 0 (the default) means unlimited; negative is refused.
 func WithMaxParallel(n int) Option {
-	return optionFunc(func(c *config) {
-		if n < 1 {
-			c.fail("WithMaxParallel", fmt.Sprintf("bound must be at least 1, got %d", n))
+	return func(c *config) {
+		if n < 0 {
+			c.fail("WithMaxParallel", fmt.Sprintf("%d is negative", n))
 			return
 		}
 		c.maxParallel = n
-	})
+	}
 }
 
 // WithFailurePolicy sets what happens when a node fails. The default is
 // ContinueIndependent.
 func WithFailurePolicy(p FailurePolicy) Option {
-	return optionFunc(func(c *config) {
+	return func(c *config) {
 		if p != ContinueIndependent && p != FailFast {
 			c.fail("WithFailurePolicy", "unknown policy "+p.String())
 			return
 		}
 		c.policy = p
-	})
+	}
 }
 
-// WithClock sets the clock used for Result.StartTime and Result.EndTime.
-// The default is the real clock.
+// WithClock sets the clock used for Result.StartTime, Result.EndTime and
+// Event.Time. The default is the real clock.
 func WithClock(clk clock.PassiveClock) Option {
-	return optionFunc(func(c *config) {
-		if clk == nil {
-			c.fail("WithClock", "nil clock")
+	return func(c *config) {
+		if clk == nil || typednil.Is(clk) {
+			c.fail("WithClock", "must not be nil")
 			return
 		}
 		c.clock = clk
-	})
+	}
 }
 
-// WithOnNodeStarted sets a hook called just before a node's Start function,
-// with the node's StartTime. It is called from the node's goroutine, so it
-// may run concurrently with other hooks; it must be safe for concurrent use
-// and fast. It is never called after Run returns.
-func WithOnNodeStarted(fn func(name string, at time.Time)) Option {
-	return optionFunc(func(c *config) { c.onStarted = fn })
+// WithObserver sets a function told of every node starting and finishing
+// (see Event). It is called synchronously from the goroutine that did the
+// work: a node's own goroutine, or for a node that never started, the
+// goroutine calling Run. So calls may be concurrent, a slow observer slows
+// the run, and it must not call back into the Plan's run. It is never called
+// after Run returns. nil (the default) observes nothing.
+func WithObserver(fn func(Event)) Option {
+	return func(c *config) { c.observer = fn }
 }
 
-// WithOnNodeFinished sets a hook called once per node per run with its final
-// Result: for nodes that ran, from the node's goroutine; for nodes skipped or
-// canceled before they started, from the goroutine calling Run. It may run
-// concurrently with other hooks; it must be safe for concurrent use and fast.
-// It is never called after Run returns.
-func WithOnNodeFinished(fn func(Result)) Option {
-	return optionFunc(func(c *config) { c.onFinished = fn })
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// NodeStarted: the node's Start function is about to be called.
+	NodeStarted EventKind = iota + 1
+	// NodeFinished: the node has its final Result.
+	NodeFinished
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case NodeStarted:
+		return "NodeStarted"
+	case NodeFinished:
+		return "NodeFinished"
+	default:
+		return fmt.Sprintf("EventKind(%d)", uint8(k))
+	}
+}
+
+// Event is what an observer set with WithObserver is told: one NodeStarted
+// per node that starts, and one NodeFinished per node per run.
+type Event struct {
+	// Kind is NodeStarted or NodeFinished.
+	Kind EventKind
+	// Node is the node's name.
+	Node string
+	// Time is the node's StartTime (NodeStarted) or EndTime (NodeFinished).
+	Time time.Time
+	// Result is the node's final Result; set for NodeFinished only.
+	Result Result
 }

@@ -10,7 +10,7 @@ import (
 // Plan is a validated, immutable dependency graph of nodes, ready to run.
 // A Plan may be run any number of times, one after another or concurrently;
 // each Run calls the node functions afresh and shares no state with other
-// runs.
+// runs. Make one with New; the zero value is a plan of no nodes.
 type Plan struct {
 	nodes []Node
 	index map[string]int
@@ -22,13 +22,13 @@ type Plan struct {
 }
 
 // New validates nodes and returns a Plan that runs them. It returns the same
-// errors as Validate, or an *InvalidOptionError for a bad option. nodes is
+// errors as Validate, or a *ConfigError for a bad option. nodes is
 // copied; changing it afterwards does not change the plan.
 func New(nodes []Node, opts ...Option) (*Plan, error) {
-	cfg := config{maxParallel: math.MaxInt, policy: ContinueIndependent, clock: clock.RealClock{}}
+	cfg := config{policy: ContinueIndependent, clock: clock.RealClock{}}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&cfg)
+			o(&cfg)
 		}
 	}
 	if cfg.err != nil {
@@ -37,6 +37,9 @@ func New(nodes []Node, opts ...Option) (*Plan, error) {
 	p, err := compile(nodes)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.maxParallel == 0 {
+		cfg.maxParallel = math.MaxInt
 	}
 	p.cfg = cfg
 	return p, nil

@@ -11,8 +11,8 @@ type Outcome uint8
 const (
 	// Succeeded: every function of the node returned nil.
 	Succeeded Outcome = iota + 1
-	// Failed: a function of the node returned an error (or panicked) while
-	// the run was not canceled.
+	// Failed: a function of the node returned an error while the run was
+	// not canceled.
 	Failed
 	// Skipped: the node was never started because a dependency it still
 	// waited for failed or was skipped (ContinueIndependent), or because
@@ -50,7 +50,7 @@ type Result struct {
 	// returned nil).
 	Reached Condition
 	// Err is the error of a Failed or Canceled node: what its function
-	// returned (a *PanicError if it panicked), or the context's cause for a
+	// returned, or the context's cause for a
 	// node canceled before it started. Nil otherwise.
 	Err error
 	// Reason says why a node was Skipped or Canceled, e.g.

@@ -2,9 +2,10 @@ package concurrentstart
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // nodeState is where a node is in one run, as seen by the scheduling loop.
@@ -72,24 +73,38 @@ type run struct {
 	stop     stopKind
 	events   chan event
 	wg       sync.WaitGroup
+	aborted  atomic.Bool // Run is unwinding: call no observer
 }
 
 // Run runs the plan: it calls each node's Start once every edge of the node
 // is met, at most WithMaxParallel Start functions at a time, first come,
 // first served; then its Ready and Complete functions, if any, in the
 // node's own goroutine. It returns once every node has an outcome and every
-// goroutine it started has returned; no function or hook is called after
-// Run returns.
+// goroutine it started has returned; no function or observer is called
+// after Run returns.
 //
 // When ctx is done, Run starts nothing more: nodes not yet started are
 // Canceled at once, in-flight functions see their context canceled, and Run
 // returns as soon as they return.
 //
 // The error is nil if every node Succeeded, otherwise a *RunError. A nil
-// ctx returns an empty Report and ErrNilContext without calling anything.
+// ctx or a nil *Plan returns an empty Report and an *ArgError without
+// calling anything.
+//
+// Run does not recover a panic in a node function or the observer. As with
+// errgroup, a panic is the caller's bug: recovering it would turn its stack
+// into a mere value, and carrying it back to Run would delay it behind the
+// other nodes or hide it behind one that never returns. So a panic in a
+// node's goroutine crashes the program with its own stack, and one in the
+// goroutine calling Run (an observer told of a node that never started)
+// unwinds through Run unchanged, after canceling the context of the
+// functions in flight, which are left to return on their own.
 func (p *Plan) Run(ctx context.Context) (Report, error) {
+	if p == nil {
+		return Report{}, &ArgError{Method: "Run", Arg: "Plan", Reason: "is nil; use New"}
+	}
 	if ctx == nil {
-		return Report{}, ErrNilContext
+		return Report{}, &ArgError{Method: "Run", Arg: "ctx", Reason: "must not be nil"}
 	}
 	n := len(p.nodes)
 	r := &run{
@@ -100,7 +115,10 @@ func (p *Plan) Run(ctx context.Context) (Report, error) {
 		unmet:   make([]int32, n),
 		reached: make([]Condition, n),
 		queue:   make([]int32, 0, n),
-		events:  make(chan event, n),
+		// A node sends at most three events (Started and Ready before the
+		// waits that follow them, then its final one), so no send blocks
+		// and node goroutines end even if the loop is gone.
+		events: make(chan event, 3*n),
 	}
 	r.nodeCtx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
@@ -110,9 +128,28 @@ func (p *Plan) Run(ctx context.Context) (Report, error) {
 			r.enqueue(i)
 		}
 	}
+	normal := false
+	defer func() {
+		if !normal { // an observer panicked (or called Goexit) in the loop
+			r.aborted.Store(true)
+			r.cancel(errAborted)
+		}
+	}()
 	r.loop()
+	normal = true
 	r.wg.Wait()
 	return r.report()
+}
+
+// errAborted is the cause the run context is canceled with when Run unwinds
+// because of a panic in the goroutine calling it.
+var errAborted = errors.New("concurrentstart: run aborted by a panic")
+
+// notify tells the observer, if any, of ev, unless the run is unwinding.
+func (r *run) notify(ev Event) {
+	if fn := r.p.cfg.observer; fn != nil && !r.aborted.Load() {
+		fn(ev)
+	}
 }
 
 func (r *run) loop() {
@@ -254,9 +291,7 @@ func (r *run) finishUnstarted(i int, o Outcome, err error, reason, cause string)
 		Cause:   cause,
 		EndTime: r.p.cfg.clock.Now(),
 	}
-	if fn := r.p.cfg.onFinished; fn != nil {
-		fn(r.results[i])
-	}
+	r.notify(Event{Kind: NodeFinished, Node: r.results[i].Name, Time: r.results[i].EndTime, Result: r.results[i]})
 }
 
 // exec runs node i's functions in order, reporting each condition reached.
@@ -264,9 +299,7 @@ func (r *run) exec(i int) {
 	defer r.wg.Done()
 	n := &r.p.nodes[i]
 	res := Result{Name: n.Name, StartTime: r.p.cfg.clock.Now()}
-	if fn := r.p.cfg.onStarted; fn != nil {
-		fn(n.Name, res.StartTime)
-	}
+	r.notify(Event{Kind: NodeStarted, Node: n.Name, Time: res.StartTime})
 	first := true
 	phases := [3]Func{n.Start, n.Ready, n.Complete}
 	for c := Started; c <= Completed; c++ {
@@ -285,7 +318,7 @@ func (r *run) exec(i int) {
 				return
 			}
 		}
-		if err := call(r.nodeCtx, fn); err != nil {
+		if err := fn(r.nodeCtx); err != nil {
 			r.finish(i, &res, first, c, err)
 			return
 		}
@@ -312,21 +345,9 @@ func (r *run) finish(i int, res *Result, first bool, failedAt Condition, err err
 		res.Outcome = Failed
 		res.Err = err
 	}
-	if fn := r.p.cfg.onFinished; fn != nil {
-		fn(*res)
-	}
+	r.notify(Event{Kind: NodeFinished, Node: res.Name, Time: res.EndTime, Result: *res})
 	r.results[i] = *res
 	r.events <- event{node: i, reached: res.Reached, first: first, final: true, failedAt: failedAt}
-}
-
-// call runs fn, turning a panic into a *PanicError.
-func call(ctx context.Context, fn Func) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return fn(ctx)
 }
 
 func (r *run) report() (Report, error) {

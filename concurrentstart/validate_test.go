@@ -121,13 +121,13 @@ func TestValidateAcceptsDAG(t *testing.T) {
 
 func TestNewInvalidOptions(t *testing.T) {
 	for name, opt := range map[string]cs.Option{
-		"WithMaxParallel":   cs.WithMaxParallel(0),
+		"WithMaxParallel":   cs.WithMaxParallel(-1),
 		"WithFailurePolicy": cs.WithFailurePolicy(cs.FailurePolicy(9)),
 		"WithClock":         cs.WithClock(nil),
 	} {
 		_, err := cs.New([]cs.Node{node("a")}, opt)
-		var e *cs.InvalidOptionError
-		if !errors.As(err, &e) || e.Option != name || !errors.Is(err, cs.ErrInvalidPlan) {
+		var e *cs.ConfigError
+		if !errors.As(err, &e) || e.Option != name || errors.Is(err, cs.ErrInvalidPlan) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}

@@ -30,7 +30,16 @@ func newMaxObserver() *maxObserver {
 	return &maxObserver{maxIn: map[string]int{}, queued: map[string]int{}, finished: map[string]int{}, errs: map[string]int{}}
 }
 
-func (o *maxObserver) CallAdmitted(i criclient.CallInfo) {
+func (o *maxObserver) observe(i criclient.Event) {
+	switch i.Kind {
+	case criclient.CallAdmitted:
+		o.callAdmitted(i)
+	case criclient.CallFinished:
+		o.callFinished(i)
+	}
+}
+
+func (o *maxObserver) callAdmitted(i criclient.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.maxIn[i.Method] = max(o.maxIn[i.Method], i.InFlight)
@@ -39,7 +48,7 @@ func (o *maxObserver) CallAdmitted(i criclient.CallInfo) {
 	}
 }
 
-func (o *maxObserver) CallFinished(i criclient.CallInfo) {
+func (o *maxObserver) callFinished(i criclient.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.finished[i.Method]++
@@ -60,7 +69,7 @@ func TestInFlightBoundHoldsUnder200Callers(t *testing.T) {
 	simClock := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	srv := startSim(t, crisim.WithClock(simClock), crisim.WithLatency("ListContainers", crisim.Fixed(time.Second)))
 	obs := newMaxObserver()
-	c := dial(t, srv, criclient.WithObserver(obs),
+	c := dial(t, srv, criclient.WithObserver(obs.observe),
 		criclient.WithAdmission(criclient.ClassRead, criclient.Limits{MaxInFlight: bound}))
 	rt := srv.Runtime()
 
@@ -141,7 +150,7 @@ func TestCancelWhileQueuedForSlot(t *testing.T) {
 	srv := startSim(t)
 	rt := srv.Runtime()
 	obs := newMaxObserver()
-	c := dial(t, srv, criclient.WithObserver(obs),
+	c := dial(t, srv, criclient.WithObserver(obs.observe),
 		criclient.WithAdmission(criclient.ClassMutating, criclient.Limits{MaxInFlight: 1}))
 
 	rt.HangNext("RunPodSandbox", 1)

@@ -18,14 +18,29 @@ import (
 )
 
 var (
-	_ cri.RuntimeService      = (*Client)(nil)
-	_ cri.ImageManagerService = (*Client)(nil)
+	_ cri.RuntimeService      = CRI{}
+	_ cri.ImageManagerService = CRI{}
 )
+
+// CRI is a Client as cri-api's RuntimeService and ImageManagerService, for
+// code written against the kubelet's interfaces. Those interfaces close with
+// Close(ctx), a shape the Client does not take because no context can bound
+// its Close: the wait is for refreshes Close has already canceled. So CRI's
+// Close ignores ctx and calls Client.Close; every other method is the
+// Client's own.
+type CRI struct{ *Client }
+
+// CRI returns c as cri-api's RuntimeService and ImageManagerService.
+func (c *Client) CRI() CRI { return CRI{c} }
+
+// Close calls Client.Close; ctx is not used.
+func (s CRI) Close(context.Context) error { return s.Client.Close() }
 
 // Client is a CRI client: it implements cri-api's RuntimeService and
 // ImageManagerService over gRPC, with per-call timeouts, admission control,
-// optional List snapshots, an Observer and a logger. It is safe for
-// concurrent use. Create it with Dial; release it with Close.
+// optional List snapshots, an observer and a logger. It is safe for
+// concurrent use. Create it with Dial; release it with Close. The zero value
+// is not connected: its methods return an *ArgError saying to use Dial.
 type Client struct {
 	runtime runtimeapi.RuntimeServiceClient
 	image   runtimeapi.ImageServiceClient
@@ -33,7 +48,7 @@ type Client struct {
 
 	methods  map[string]*method
 	gates    [numClasses]gate
-	observer Observer
+	observer func(Event)
 	logger   *zap.Logger
 	clock    clock.Clock
 
@@ -55,24 +70,30 @@ type Client struct {
 // plain path. Unless WithoutVersionCheck is given, it calls Version (bounded
 // by ctx and the Version timeout) and fails if the runtime does not answer.
 // gRPC connects lazily and reconnects by itself; ctx bounds only Dial.
+//
+// A bad endpoint or option is a *ConfigError, a nil ctx an *ArgError; a
+// runtime that does not answer Version fails with its *CallError.
 func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, &ArgError{Method: "Dial", Arg: "ctx", Reason: "must not be nil"}
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(cfg)
 		}
 	}
-	if err := errors.Join(cfg.errs...); err != nil {
-		return nil, fmt.Errorf("criclient: Dial: %w", err)
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
-	target, err := parseEndpoint(endpoint)
+	target, err := parseEndpoint("endpoint", endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("criclient: Dial: %w", err)
+		return nil, err
 	}
 	imageTarget := target
 	if cfg.imageEndpoint != "" {
-		if imageTarget, err = parseEndpoint(cfg.imageEndpoint); err != nil {
-			return nil, fmt.Errorf("criclient: Dial: image endpoint: %w", err)
+		if imageTarget, err = parseEndpoint("WithImageEndpoint", cfg.imageEndpoint); err != nil {
+			return nil, err
 		}
 	}
 
@@ -138,7 +159,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 
 	if !cfg.skipVersionDial {
 		if _, err := c.Version(ctx, "v1"); err != nil {
-			_ = c.Close(context.Background())
+			_ = c.Close()
 			return nil, fmt.Errorf("criclient: Dial %s: %w", endpoint, err)
 		}
 	}
@@ -146,62 +167,53 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 	return c, nil
 }
 
-// parseEndpoint turns "unix:///p" or a plain path into a gRPC target.
-func parseEndpoint(endpoint string) (string, error) {
+// parseEndpoint turns "unix:///p" or a plain path into a gRPC target; a
+// bad one is a *ConfigError naming option.
+func parseEndpoint(option, endpoint string) (string, error) {
 	switch {
 	case endpoint == "":
-		return "", fmt.Errorf("%w: empty endpoint", ErrInvalidEndpoint)
+		return "", &ConfigError{Option: option, Reason: "is empty"}
 	case strings.HasPrefix(endpoint, "unix:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(endpoint, "unix:"), "//")
 		if !strings.HasPrefix(path, "/") {
-			return "", fmt.Errorf("%w: %q: want unix:///absolute/path", ErrInvalidEndpoint, endpoint)
+			return "", &ConfigError{Option: option, Reason: fmt.Sprintf("%q: want unix:///absolute/path", endpoint)}
 		}
 		return "unix://" + path, nil
 	case strings.Contains(endpoint, "://"):
-		return "", fmt.Errorf("%w: %q: only unix sockets are supported", ErrInvalidEndpoint, endpoint)
+		return "", &ConfigError{Option: option, Reason: fmt.Sprintf("%q: only unix sockets are supported", endpoint)}
 	}
 	abs, err := filepath.Abs(endpoint)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", ErrInvalidEndpoint, endpoint, err)
+		return "", &ConfigError{Option: option, Reason: fmt.Sprintf("%q: %v", endpoint, err)}
 	}
 	return "unix://" + abs, nil
 }
 
-// Close stops background snapshot refreshes, waits for them (or for ctx to
-// end) and closes the gRPC connections. Calls made after Close fail with
-// ErrClosed. Close is idempotent: later calls return the first call's result.
-//
-// A nil ctx is treated as context.Background(): Close then waits for the
-// refreshes without a bound. Close releases resources, so refusing a nil
-// ctx with an error would leave the connections open.
-func (c *Client) Close(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
+// Close signals the background snapshot refreshes to stop, waits for them
+// and closes the gRPC connections. A refresh stops promptly: its runtime
+// call runs under the client's own context, which Close cancels first.
+// Calls made after Close, and calls Close cut short, fail with an error
+// matching ErrClosed. Close is idempotent: later calls return the first
+// call's result. Close on a Client Dial did not return does nothing.
+func (c *Client) Close() error {
+	if c == nil {
+		return nil
 	}
 	c.closeOnce.Do(func() {
+		if c.cancelLife == nil {
+			return
+		}
 		c.closed.Store(true)
 		c.lifeMu.Lock()
 		c.closing = true
 		c.lifeMu.Unlock()
 		c.cancelLife()
-		done := make(chan struct{})
-		go func() { c.background.Wait(); close(done) }()
-		var waitErr error
-		select {
-		case <-done:
-		case <-ctx.Done():
-			waitErr = fmt.Errorf("criclient: Close: waiting for snapshot refreshes: %w", ctx.Err())
-		}
-		errs := []error{waitErr}
+		c.background.Wait()
+		var errs []error
 		for _, conn := range c.conns {
 			if err := conn.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("criclient: Close: %w", err))
 			}
-		}
-		if waitErr != nil {
-			// Closing the connections ends the refreshes; do not return
-			// with the waiter goroutine still running.
-			<-done
 		}
 		c.closeErr = errors.Join(errs...)
 	})

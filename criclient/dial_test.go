@@ -22,7 +22,7 @@ func TestDialEndpointForms(t *testing.T) {
 		if err != nil || v.GetRuntimeName() != "stub" {
 			t.Fatalf("Version over %q = %v, %v", ep, v, err)
 		}
-		if err := c.Close(context.Background()); err != nil {
+		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestDialSeparateImageEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	fs, err := c.ImageFsInfo(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +48,14 @@ func TestDialSeparateImageEndpoint(t *testing.T) {
 func TestDialRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	for _, ep := range []string{"", "tcp://127.0.0.1:1", "unix://relative.sock"} {
-		if _, err := criclient.Dial(ctx, ep); !errors.Is(err, criclient.ErrInvalidEndpoint) {
-			t.Errorf("Dial(%q) = %v, want ErrInvalidEndpoint", ep, err)
+		var ce *criclient.ConfigError
+		if _, err := criclient.Dial(ctx, ep); !errors.As(err, &ce) || ce.Option != "endpoint" {
+			t.Errorf("Dial(%q) = %v, want a *ConfigError for endpoint", ep, err)
+		}
+		var ie *criclient.ConfigError
+		if _, err := criclient.Dial(ctx, "/x.sock", criclient.WithImageEndpoint(ep)); ep != "" &&
+			(!errors.As(err, &ie) || ie.Option != "WithImageEndpoint") {
+			t.Errorf("WithImageEndpoint(%q): Dial = %v, want a *ConfigError for WithImageEndpoint", ep, err)
 		}
 	}
 	bad := []criclient.Option{
@@ -58,13 +64,17 @@ func TestDialRejectsBadInput(t *testing.T) {
 		criclient.WithMethodTimeout("PullImage", -time.Second),
 		criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: -1}),
 		criclient.WithAdmission(criclient.Class(42), criclient.Limits{}),
-		criclient.WithListSnapshots(0),
+		criclient.WithListSnapshots(-time.Second),
+		criclient.WithAdmission(criclient.ClassMutating, criclient.Limits{Burst: -1}),
+		criclient.WithAdmission(criclient.ClassImagePull, criclient.Limits{MaxInFlight: -1}),
+		criclient.WithTimeout(-time.Second),
 		criclient.WithMaxMessageSize(0),
 		criclient.WithClock(nil),
 	}
 	for i, o := range bad {
-		if _, err := criclient.Dial(ctx, "/nonexistent.sock", o); !errors.Is(err, criclient.ErrInvalidOption) {
-			t.Errorf("bad option %d: Dial = %v, want ErrInvalidOption", i, err)
+		var ce *criclient.ConfigError
+		if _, err := criclient.Dial(ctx, "/nonexistent.sock", o); !errors.As(err, &ce) || ce.Option == "" || ce.Reason == "" {
+			t.Errorf("bad option %d: Dial = %v, want *ConfigError", i, err)
 		}
 	}
 }
@@ -88,7 +98,7 @@ func TestUnimplementedKeepsCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	_, err = c.ListContainers(context.Background(), nil)
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("status.Code = %v, want Unimplemented (%v)", status.Code(err), err)
@@ -108,7 +118,7 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if err := c.Close(context.Background()); err != nil {
+		if err := c.Close(); err != nil {
 			t.Fatalf("Close #%d: %v", i+1, err)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package criclient is a CRI (Container Runtime Interface) gRPC client that
-// drops into any code written against the kubelet's CRI interfaces: *Client
-// implements k8s.io/cri-api/pkg/apis.RuntimeService and
+// drops into any code written against the kubelet's CRI interfaces:
+// Client.CRI() is a k8s.io/cri-api/pkg/apis.RuntimeService and
 // ImageManagerService.
 //
 // # Use
@@ -14,8 +14,9 @@
 //		criclient.WithListSnapshots(500*time.Millisecond),
 //	)
 //	if err != nil { ... }
-//	defer c.Close(context.Background())
+//	defer c.Close()
 //	id, err := c.RunPodSandbox(ctx, cfg, "")
+//	kubeletStyleCode(c.CRI()) // cri-api's RuntimeService and ImageManagerService
 //	if status.Code(err) == codes.AlreadyExists { ... }
 //
 // Endpoints are "unix:///abs/path" or a plain path; WithImageEndpoint sends
@@ -37,8 +38,8 @@
 //     ClassMutating, ClassImagePull): a token bucket (golang.org/x/time/rate
 //     on the client's clock) and a FIFO max-in-flight bound
 //     (golang.org/x/sync/semaphore). A call over the limits waits; the wait
-//     ends with the caller's context and is reported to the Observer as
-//     CallInfo.QueueWait. The per-call timeout starts after admission, so
+//     ends with the caller's context (or Close) and is reported to the
+//     observer as Event.QueueWait. The per-call timeout starts after admission, so
 //     bound the wait with ctx. GetContainerEvents is never held back.
 //     Nothing is limited by default.
 //   - List snapshots (WithListSnapshots(maxAge), off by default):
@@ -56,11 +57,19 @@
 //     container exiting, another client) show up within maxAge. Refreshes
 //     run on the client's own context, not a caller's (one caller giving up
 //     does not fail the others), so they carry no caller gRPC metadata.
-//     An Observer that implements SnapshotObserver sees every hit.
+//     The observer sees every hit (SnapshotServed).
 //   - Registry credentials (AuthConfig) never appear in logs or errors;
 //     use RedactAuth or AuthField to print one yourself.
-//   - Close is idempotent, waits for background refreshes, and makes later
-//     calls fail with ErrClosed.
+//   - Close is idempotent, cancels and waits for background refreshes, and
+//     makes later calls, and calls waiting for admission, fail with
+//     ErrClosed. cri-api's Close(ctx) is CRI's; the ctx cannot bound
+//     anything, so the Client's own Close takes none.
+//   - Misuse is a typed error, never a panic: a bad endpoint or option is a
+//     *ConfigError from Dial; a nil ctx, or a Client Dial did not return,
+//     an *ArgError.
+//   - WithObserver(func(Event)) is told of every call (CallAdmitted,
+//     CallFinished) synchronously, outside the client's locks, from the
+//     calling goroutine.
 //
 // # How it beats the kubelet's client
 //

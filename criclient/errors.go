@@ -19,16 +19,37 @@ var (
 	// from "I gave up".
 	ErrTimeout = errors.New("criclient: per-call timeout expired")
 
-	// ErrInvalidOption is wrapped by Dial errors caused by a bad Option.
-	ErrInvalidOption = errors.New("criclient: invalid option")
-
-	// ErrInvalidEndpoint is wrapped by Dial errors caused by an endpoint that
-	// is empty or uses a scheme other than unix.
-	ErrInvalidEndpoint = errors.New("criclient: invalid endpoint")
-
 	// ErrInvalidResponse is wrapped when the runtime answered without an
 	// error but the answer is unusable (for example an empty sandbox ID).
 	ErrInvalidResponse = errors.New("criclient: invalid runtime response")
+)
+
+// ConfigError is a Dial parameter or option that cannot be used: a bad
+// endpoint (Option "endpoint" or "WithImageEndpoint") or a bad option value.
+type ConfigError struct {
+	Option string // the option or parameter, e.g. "WithTimeout"
+	Reason string // what is wrong with it
+}
+
+// Error returns "criclient: Option: reason".
+func (e *ConfigError) Error() string { return fmt.Sprintf("criclient: %s: %s", e.Option, e.Reason) }
+
+// ArgError is a bad argument to a method: a nil ctx, or a method called on
+// a Client that Dial did not return.
+type ArgError struct {
+	Method string // e.g. "ListContainers"
+	Arg    string // e.g. "ctx"
+	Reason string
+}
+
+// Error returns "criclient: Method: arg reason".
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("criclient: %s: %s %s", e.Method, e.Arg, e.Reason)
+}
+
+var (
+	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
 )
 
 // CallError is the error returned by every failed CRI call. It names the

@@ -19,8 +19,8 @@ import (
 // stream is not subject to admission control and has no timeout.
 func (c *Client) GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
 	const name = "GetContainerEvents"
-	if c.closed.Load() {
-		return &CallError{Method: name, Err: ErrClosed}
+	if err := c.check(ctx, name); err != nil {
+		return err
 	}
 	if containerEventsCh == nil {
 		return &CallError{Method: name, Err: errors.New("nil event channel")}
@@ -40,6 +40,9 @@ func (c *Client) GetContainerEvents(ctx context.Context, containerEventsCh chan 
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, io.EOF) {
 				err = fmt.Errorf("%w (%v)", ctxErr, err)
+			}
+			if c.closed.Load() && ctx.Err() == nil {
+				err = fmt.Errorf("%w: %v", ErrClosed, err)
 			}
 			c.logger.Debug("container event stream ended", zap.Error(err))
 			return &CallError{Method: name, Err: err}

@@ -11,6 +11,7 @@ import (
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -28,7 +29,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer c.Close()
 
 	podConfig := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Uid: "uid-1", Namespace: "default"},
@@ -76,7 +77,7 @@ func ExampleWithListSnapshots() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer c.Close()
 
 	for range 10 {
 		if _, err := c.ListPodSandbox(ctx, nil); err != nil {
@@ -110,10 +111,37 @@ func ExampleErrTimeout() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer c.Close()
 
 	srv.Runtime().HangNext("Status", 1)
 	_, err = c.Status(ctx, false)
 	fmt.Println(status.Code(err), errors.Is(err, criclient.ErrTimeout))
 	// Output: DeadlineExceeded true
+}
+
+// Count runtime calls with an observer, and hand the client to code written
+// against cri-api's interfaces.
+func ExampleWithObserver() {
+	srv, err := crisim.Start()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	var calls []string
+	c, err := criclient.Dial(context.Background(), srv.Endpoint(),
+		criclient.WithObserver(func(e criclient.Event) {
+			if e.Kind == criclient.CallFinished {
+				calls = append(calls, e.Method)
+			}
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var rs cri.RuntimeService = c.CRI()
+	if _, err := rs.Status(context.Background(), false); err != nil {
+		log.Fatal(err)
+	}
+	_ = rs.Close(context.Background()) // closes c
+	fmt.Println(calls)
+	// Output: [Version Status]
 }

@@ -30,7 +30,7 @@ func dial(t testing.TB, srv *crisim.Server, opts ...criclient.Option) *criclient
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

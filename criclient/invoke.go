@@ -28,13 +28,13 @@ type callExtra struct {
 // logging, error wrapping and snapshot invalidation.
 func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
-	m := c.methods[name]
-	if c.closed.Load() {
-		return zero, &CallError{Method: name, Err: ErrClosed}
+	if err := c.check(ctx, name); err != nil {
+		return zero, err
 	}
+	m := c.methods[name]
 
 	queued := c.clock.Now()
-	release, err := c.gates[m.class].acquire(ctx)
+	release, err := c.admit(ctx, m.class)
 	if err != nil {
 		c.logger.Debug("CRI call not admitted", zap.String("method", name), zap.Error(err))
 		return zero, &CallError{Method: name, Err: err}
@@ -54,9 +54,9 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 	}
 
 	inFlight := m.inFlight.Add(1)
-	info := CallInfo{Method: name, Class: m.class, QueueWait: queueWait, InFlight: int(inFlight)}
+	info := Event{Kind: CallAdmitted, Method: name, Class: m.class, QueueWait: queueWait, InFlight: int(inFlight)}
 	if c.observer != nil {
-		c.observer.CallAdmitted(info)
+		c.observer(info)
 	}
 
 	res, err := fn(callCtx)
@@ -77,9 +77,9 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 		}
 		err = &CallError{Method: name, Err: err, timedOut: timedOut}
 	}
-	info.Err = err
+	info.Kind, info.Err = CallFinished, err
 	if c.observer != nil {
-		c.observer.CallFinished(info)
+		c.observer(info)
 	}
 	if ce := c.logger.Check(zap.DebugLevel, "CRI call"); ce != nil {
 		fields := append([]zap.Field{
@@ -94,6 +94,39 @@ func invoke[T any](c *Client, ctx context.Context, name string, x callExtra, fn 
 		ce.Write(fields...)
 	}
 	return res, err
+}
+
+// admit waits for the class's gate. A wait is ended by Close as well as by
+// ctx, so that no caller stays blocked on a closed client; a gate that
+// limits nothing costs nothing extra.
+func (c *Client) admit(ctx context.Context, class Class) (release func(), err error) {
+	g := &c.gates[class]
+	if g.slots == nil && g.bucket == nil {
+		return g.acquire(ctx)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.life, cancel)
+	release, err = g.acquire(wctx)
+	stop()
+	cancel()
+	if err != nil && ctx.Err() == nil && c.closed.Load() {
+		err = ErrClosed
+	}
+	return release, err
+}
+
+// check refuses a call that cannot be made: a nil ctx, a Client Dial did
+// not return, a closed Client.
+func (c *Client) check(ctx context.Context, method string) error {
+	switch {
+	case c == nil || c.methods == nil:
+		return &ArgError{Method: method, Arg: "Client", Reason: "is not connected; use Dial"}
+	case ctx == nil:
+		return &ArgError{Method: method, Arg: "ctx", Reason: "must not be nil"}
+	case c.closed.Load():
+		return &CallError{Method: method, Err: ErrClosed}
+	}
+	return nil
 }
 
 // invoke0 is invoke for calls that return only an error.

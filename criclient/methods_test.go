@@ -92,7 +92,7 @@ func TestExecSyncExitCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	stdout, stderr, err := c.ExecSync(context.Background(), "ctr", []string{"false"}, 0)
 	var exitErr utilexec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 3 {

@@ -1,75 +1,63 @@
 package criclient
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
-// Observer is told about every call the client sends to the runtime, for
-// metrics. Methods are called synchronously on the caller's goroutine (a
-// snapshot refresh's own goroutine for refreshes), outside any lock of the
-// client; they must be quick and safe for concurrent use. Lists answered
-// from a snapshot are not runtime calls: they go to SnapshotServed if the
-// Observer also implements SnapshotObserver. GetContainerEvents, a stream,
-// is not observed.
-type Observer interface {
-	// CallAdmitted is called when a call passed admission control and is
-	// about to be sent. Info.Latency and Info.Err are zero.
-	CallAdmitted(info CallInfo)
-	// CallFinished is called when the runtime answered (or the call failed).
-	CallFinished(info CallInfo)
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// CallAdmitted: a call passed admission control and is about to be
+	// sent. Event.Latency and Event.Err are zero.
+	CallAdmitted EventKind = iota + 1
+	// CallFinished: the runtime answered, or the call failed.
+	CallFinished
+	// SnapshotServed: with WithListSnapshots, a List was answered from a
+	// snapshot without a runtime call; Event.Age is the snapshot's age.
+	// Hits over hits plus List calls is the hit ratio.
+	SnapshotServed
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case CallAdmitted:
+		return "CallAdmitted"
+	case CallFinished:
+		return "CallFinished"
+	case SnapshotServed:
+		return "SnapshotServed"
+	default:
+		return fmt.Sprintf("EventKind(%d)", uint8(k))
+	}
 }
 
-// CallInfo describes one runtime call.
-type CallInfo struct {
+// Event is what an observer set with WithObserver is told, for metrics:
+// every unary call sent to the runtime (CallAdmitted, then CallFinished)
+// and every List answered from a snapshot (SnapshotServed).
+// GetContainerEvents, a stream, is not observed.
+type Event struct {
+	// Kind is what happened.
+	Kind EventKind
 	// Method is the CRI method name, for example "ListContainers".
 	Method string
-	// Class is the method's admission class.
+	// Class is the method's admission class (calls only).
 	Class Class
 	// QueueWait is how long the call waited for admission (token bucket and
 	// in-flight bound).
 	QueueWait time.Duration
 	// InFlight is the number of calls of this method being sent to the
-	// runtime, including this one in CallAdmitted and excluding it in
+	// runtime, including this one for CallAdmitted and excluding it for
 	// CallFinished.
 	InFlight int
-	// Latency is the time from admission to the runtime's answer.
+	// Latency is the time from admission to the runtime's answer
+	// (CallFinished only).
 	Latency time.Duration
-	// Err is the call's error (nil on success); in CallFinished only.
+	// Err is the call's error, nil on success (CallFinished only).
 	Err error
-}
-
-// ObserverFuncs adapts two functions to an Observer; a nil func is skipped.
-type ObserverFuncs struct {
-	// Admitted, if not nil, is called by CallAdmitted: once per call, when
-	// it has been admitted and is about to be sent to the runtime.
-	Admitted func(CallInfo)
-	// Finished, if not nil, is called by CallFinished: once per admitted
-	// call, when the runtime has answered or the call has failed.
-	Finished func(CallInfo)
-}
-
-var _ Observer = ObserverFuncs{}
-
-// CallAdmitted implements Observer.
-func (f ObserverFuncs) CallAdmitted(info CallInfo) {
-	if f.Admitted != nil {
-		f.Admitted(info)
-	}
-}
-
-// CallFinished implements Observer.
-func (f ObserverFuncs) CallFinished(info CallInfo) {
-	if f.Finished != nil {
-		f.Finished(info)
-	}
-}
-
-// SnapshotObserver is an optional interface of an Observer: with
-// WithListSnapshots, it is told about every List answered from a snapshot
-// without a runtime call, with the snapshot's age (counted from the start of
-// the refresh that produced it). Hits over hits+calls is the hit ratio.
-type SnapshotObserver interface {
-	// SnapshotServed is called once per List answered from a snapshot;
-	// method is the CRI method name ("ListPodSandbox", "ListContainers")
-	// and age is how old the snapshot was when served, counted from the
-	// start of the refresh that produced it.
-	SnapshotServed(method string, age time.Duration)
+	// Age is how old the snapshot served was, counted from the start of the
+	// refresh that produced it (SnapshotServed only).
+	Age time.Duration
 }

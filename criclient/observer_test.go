@@ -14,27 +14,32 @@ import (
 
 type recordingObserver struct {
 	mu       sync.Mutex
-	admitted []criclient.CallInfo
-	finished []criclient.CallInfo
+	admitted []criclient.Event
+	finished []criclient.Event
+	hits     map[string][]time.Duration
 }
 
-func (r *recordingObserver) CallAdmitted(i criclient.CallInfo) {
+func (r *recordingObserver) observe(e criclient.Event) {
 	r.mu.Lock()
-	r.admitted = append(r.admitted, i)
-	r.mu.Unlock()
-}
-
-func (r *recordingObserver) CallFinished(i criclient.CallInfo) {
-	r.mu.Lock()
-	r.finished = append(r.finished, i)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	switch e.Kind {
+	case criclient.CallAdmitted:
+		r.admitted = append(r.admitted, e)
+	case criclient.CallFinished:
+		r.finished = append(r.finished, e)
+	case criclient.SnapshotServed:
+		if r.hits == nil {
+			r.hits = map[string][]time.Duration{}
+		}
+		r.hits[e.Method] = append(r.hits[e.Method], e.Age)
+	}
 }
 
 func TestObserverSeesQueueWaitLatencyAndErrors(t *testing.T) {
 	srv := startSim(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	rec := &recordingObserver{}
-	c := dial(t, srv, criclient.WithClock(clk), criclient.WithoutVersionCheck(), criclient.WithObserver(rec),
+	c := dial(t, srv, criclient.WithClock(clk), criclient.WithoutVersionCheck(), criclient.WithObserver(rec.observe),
 		criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: 1, Burst: 1}))
 	ctx := context.Background()
 
@@ -86,23 +91,11 @@ func TestErrorsKeepStatusCodes(t *testing.T) {
 	}
 }
 
-type hitCounter struct {
-	recordingObserver
-	mu   sync.Mutex
-	hits map[string][]time.Duration
-}
-
-func (h *hitCounter) SnapshotServed(method string, age time.Duration) {
-	h.mu.Lock()
-	h.hits[method] = append(h.hits[method], age)
-	h.mu.Unlock()
-}
-
 func TestSnapshotObserverSeesHits(t *testing.T) {
 	srv := startSim(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	obs := &hitCounter{hits: map[string][]time.Duration{}}
-	c := dial(t, srv, criclient.WithClock(clk), criclient.WithObserver(obs), criclient.WithListSnapshots(time.Minute))
+	obs := &recordingObserver{}
+	c := dial(t, srv, criclient.WithClock(clk), criclient.WithObserver(obs.observe), criclient.WithListSnapshots(time.Minute))
 	ctx := context.Background()
 	for range 3 {
 		if _, err := c.ListContainers(ctx, nil); err != nil {
@@ -115,8 +108,6 @@ func TestSnapshotObserverSeesHits(t *testing.T) {
 	if got := obs.hits["ListContainers"]; len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
 		t.Fatalf("snapshot hits = %v, want ages [1s 2s]", got)
 	}
-	obs.recordingObserver.mu.Lock()
-	defer obs.recordingObserver.mu.Unlock()
 	refreshes := 0
 	for _, i := range obs.finished {
 		if i.Method == "ListContainers" {

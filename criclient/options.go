@@ -2,11 +2,14 @@ package criclient
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // Option configures a Client at Dial.
@@ -35,12 +38,12 @@ type config struct {
 	maxMsgSize      int
 	limits          [numClasses]Limits
 	snapshotMaxAge  time.Duration
-	observer        Observer
+	observer        func(Event)
 	logger          *zap.Logger
 	clock           clock.Clock
 	dialOptions     []grpc.DialOption
 	skipVersionDial bool
-	errs            []error
+	err             *ConfigError // the first bad option
 }
 
 func defaultConfig() *config {
@@ -53,12 +56,15 @@ func defaultConfig() *config {
 	}
 }
 
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
+func (c *config) fail(option, format string, args ...any) {
+	if c.err == nil {
+		c.err = &ConfigError{Option: option, Reason: fmt.Sprintf(format, args...)}
+	}
 }
 
 // WithImageEndpoint sends ImageManagerService calls to a separate endpoint
-// (unix:///path or a plain path). By default they go to the runtime endpoint.
+// (unix:///path or a plain path). By default, or given "", they go to the
+// runtime endpoint.
 func WithImageEndpoint(endpoint string) Option {
 	return func(c *config) { c.imageEndpoint = endpoint }
 }
@@ -70,7 +76,7 @@ func WithImageEndpoint(endpoint string) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("WithTimeout(%v): must be > 0", d)
+			c.fail("WithTimeout", "%v is not positive", d)
 			return
 		}
 		c.baseTimeout = d
@@ -83,11 +89,11 @@ func WithTimeout(d time.Duration) Option {
 func WithMethodTimeout(method string, d time.Duration) Option {
 	return func(c *config) {
 		if _, ok := methodSpecs[method]; !ok {
-			c.fail("WithMethodTimeout: unknown CRI method %q", method)
+			c.fail("WithMethodTimeout", "unknown CRI method %q", method)
 			return
 		}
 		if d < 0 {
-			c.fail("WithMethodTimeout(%q, %v): must be >= 0", method, d)
+			c.fail("WithMethodTimeout", "%s: %v is negative", method, d)
 			return
 		}
 		c.methodTimeouts[method] = d
@@ -99,7 +105,7 @@ func WithMethodTimeout(method string, d time.Duration) Option {
 func WithMaxMessageSize(bytes int) Option {
 	return func(c *config) {
 		if bytes <= 0 {
-			c.fail("WithMaxMessageSize(%d): must be > 0", bytes)
+			c.fail("WithMaxMessageSize", "%d is not positive", bytes)
 			return
 		}
 		c.maxMsgSize = bytes
@@ -112,9 +118,13 @@ func WithAdmission(class Class, l Limits) Option {
 	return func(c *config) {
 		switch {
 		case !class.valid():
-			c.fail("WithAdmission: unknown class %d", int(class))
-		case l.QPS < 0 || l.Burst < 0 || l.MaxInFlight < 0:
-			c.fail("WithAdmission(%s, %+v): limits must be >= 0", class, l)
+			c.fail("WithAdmission", "unknown class %d", int(class))
+		case l.QPS < 0 || math.IsNaN(l.QPS) || math.IsInf(l.QPS, 0):
+			c.fail("WithAdmission", "%s: QPS %v is negative or not finite", class, l.QPS)
+		case l.Burst < 0:
+			c.fail("WithAdmission", "%s: Burst %d is negative", class, l.Burst)
+		case l.MaxInFlight < 0:
+			c.fail("WithAdmission", "%s: MaxInFlight %d is negative", class, l.MaxInFlight)
 		default:
 			c.limits[class] = l
 		}
@@ -129,24 +139,29 @@ func WithAdmission(class Class, l Limits) Option {
 // made through the client drops the snapshots it can change. Off by default.
 // A good maxAge is the period of the most frequent lister (the kubelet's
 // relist runs every second). See the package documentation for the exact
-// guarantee.
+// guarantee. 0 turns snapshots off; negative is refused.
 func WithListSnapshots(maxAge time.Duration) Option {
 	return func(c *config) {
-		if maxAge <= 0 {
-			c.fail("WithListSnapshots(%v): must be > 0", maxAge)
+		if maxAge < 0 {
+			c.fail("WithListSnapshots", "%v is negative", maxAge)
 			return
 		}
 		c.snapshotMaxAge = maxAge
 	}
 }
 
-// WithObserver installs an Observer that is told about every runtime call.
-func WithObserver(o Observer) Option {
-	return func(c *config) { c.observer = o }
+// WithObserver sets a function told of every runtime call and snapshot hit
+// (see Event). It is called synchronously, outside the client's locks, from
+// the goroutine that made the call (a snapshot refresh's own goroutine for
+// refreshes), so a slow observer slows the calls; it must be safe for
+// concurrent use and must not call back into the Client. nil (the default)
+// observes nothing.
+func WithObserver(fn func(Event)) Option {
+	return func(c *config) { c.observer = fn }
 }
 
-// WithLogger sets the logger (default zap.NewNop()). Every call is logged at
-// debug level; registry credentials are always redacted.
+// WithLogger sets the logger (default, and given nil, zap.NewNop()). Every
+// call is logged at debug level; registry credentials are always redacted.
 func WithLogger(l *zap.Logger) Option {
 	return func(c *config) {
 		if l == nil {
@@ -161,8 +176,8 @@ func WithLogger(l *zap.Logger) Option {
 // gRPC deadlines always use real time.
 func WithClock(clk clock.Clock) Option {
 	return func(c *config) {
-		if clk == nil {
-			c.fail("WithClock(nil)")
+		if clk == nil || typednil.Is(clk) {
+			c.fail("WithClock", "must not be nil")
 			return
 		}
 		c.clock = clk

@@ -27,12 +27,12 @@ func TestRealNodeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	snap, err := criclient.Dial(ctx, n.Endpoint, criclient.WithListSnapshots(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Close(context.Background())
+	defer snap.Close()
 
 	v, err := c.Version(ctx, "v1")
 	if err != nil {

@@ -86,6 +86,9 @@ func (c *Client) PodSandboxStatus(ctx context.Context, podSandboxID string, verb
 // ListPodSandbox lists pod sandboxes matching filter (nil: all). With
 // WithListSnapshots it is answered from the shared snapshot.
 func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if err := c.check(ctx, "ListPodSandbox"); err != nil {
+		return nil, err
+	}
 	if c.sandboxes != nil {
 		items, err := c.sandboxes.get(ctx)
 		if err != nil {
@@ -170,6 +173,9 @@ func (c *Client) RemoveContainer(ctx context.Context, containerID string) error 
 // ListContainers lists containers matching filter (nil: all). With
 // WithListSnapshots it is answered from the shared snapshot.
 func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if err := c.check(ctx, "ListContainers"); err != nil {
+		return nil, err
+	}
 	if c.containers != nil {
 		items, err := c.containers.get(ctx)
 		if err != nil {

@@ -95,11 +95,11 @@ func (s *snapshot[T]) get(ctx context.Context) ([]T, error) {
 	}
 }
 
-// served tells a SnapshotObserver about a hit; deferred so that it runs
-// after s.mu is released.
+// served tells the observer about a hit; deferred so that it runs after
+// s.mu is released.
 func (s *snapshot[T]) served(age time.Duration) {
-	if o, ok := s.c.observer.(SnapshotObserver); ok {
-		o.SnapshotServed(s.method, age)
+	if s.c.observer != nil {
+		s.c.observer(Event{Kind: SnapshotServed, Method: s.method, Age: age})
 	}
 }
 

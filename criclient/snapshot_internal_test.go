@@ -32,7 +32,7 @@ func TestConcurrentIdenticalListsMakeOneRuntimeCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 
 	ctx := context.Background()
 	cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Uid: "u", Namespace: "ns"}}

@@ -75,7 +75,7 @@ func TestSnapshotRefreshAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	ctx := context.Background()
 
 	if _, err := c.ListContainers(ctx, nil); err != nil {
@@ -410,13 +410,13 @@ func TestCloseEndsWaitingRefresh(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := c.ListPodSandbox(context.Background(), nil); done <- err }()
 	eventually(t, "the refresh", func() bool { return rt.InFlight("ListPodSandbox") == 1 })
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err == nil {
 		t.Fatal("a List waiting on a refresh succeeded after Close")
 	}
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ListPodSandbox(context.Background(), nil); !errors.Is(err, criclient.ErrClosed) {
@@ -435,7 +435,7 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := c.Status(context.Background(), false); done <- err }()
 	eventually(t, "the call to hang", func() bool { return rt.InFlight("Status") == 1 })
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, criclient.ErrClosed) {

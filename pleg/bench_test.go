@@ -198,7 +198,7 @@ func benchRealNodeExitLatency(b *testing.B, evented bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
 		b.Fatal(err)
 	}

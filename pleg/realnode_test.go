@@ -30,7 +30,7 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
+	defer c.Close()
 	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func startSim(t testing.TB, opts ...crisim.Option) (*crisim.Runtime, *criclient.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close() })
 	return srv.Runtime(), c
 }
 

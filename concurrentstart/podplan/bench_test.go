@@ -52,7 +52,7 @@ func newCrisimEnv(b *testing.B) *crisimEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		_ = cli.Close(context.Background())
+		_ = cli.Close()
 		_ = srv.Close()
 	})
 	return &crisimEnv{srv: srv, cli: cli}
@@ -69,7 +69,7 @@ func (e *crisimEnv) startOnce(b *testing.B, s podStarter, pod *corev1.Pod) time.
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &criPod{rs: e.cli, podID: podID, sb: sb, poll: 5 * time.Millisecond,
+	p := &criPod{rs: e.cli.CRI(), podID: podID, sb: sb, poll: 5 * time.Millisecond,
 		config: func(c podplan.Container) *runtimeapi.ContainerConfig {
 			cfg := &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: c.Name},
 				Image: &runtimeapi.ImageSpec{Image: c.Spec.Image}}

@@ -28,7 +28,7 @@ func TestRealNodePodPlanOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cli.Close(context.Background()) }()
+	defer func() { _ = cli.Close() }()
 	sb := n.SandboxConfig("ordered", "uid-ordered")
 	if _, err := cli.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, sb); err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestRealNodePodPlanOrder(t *testing.T) {
 		},
 		Containers: []corev1.Container{{Name: "app-1", Image: img}, {Name: "app-2", Image: img}, {Name: "app-3", Image: img}},
 	}}
-	p := &criPod{rs: cli, podID: podID, sb: sb, poll: 20 * time.Millisecond,
+	p := &criPod{rs: cli.CRI(), podID: podID, sb: sb, poll: 20 * time.Millisecond,
 		config: func(c podplan.Container) *runtimeapi.ContainerConfig {
 			args := c.Spec.Args
 			if len(args) == 0 {

@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer c.Close()
 
 	v, err := runtimeview.New(c)
 	if err != nil {

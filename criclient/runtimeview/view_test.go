@@ -28,7 +28,7 @@ func setup(t *testing.T, simOpts []crisim.Option, opts ...runtimeview.Option) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close() })
 	v, err := runtimeview.New(c, opts...)
 	if err != nil {
 		t.Fatal(err)

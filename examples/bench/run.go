@@ -45,8 +45,11 @@ type Result struct {
 // callCounter counts the calls the agent's client sends to the runtime.
 type callCounter struct{ n atomic.Int64 }
 
-func (c *callCounter) CallAdmitted(criclient.CallInfo) {}
-func (c *callCounter) CallFinished(criclient.CallInfo) { c.n.Add(1) }
+func (c *callCounter) observe(e criclient.Event) {
+	if e.Kind == criclient.CallFinished {
+		c.n.Add(1)
+	}
+}
 
 type runConfig struct {
 	endpoint string
@@ -77,15 +80,15 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		pods = rc.real.rewrite(pods)
 	}
 	calls := &callCounter{}
-	client, err := criclient.Dial(ctx, endpoint, criclient.WithObserver(calls), criclient.WithLogger(rc.log))
+	client, err := criclient.Dial(ctx, endpoint, criclient.WithObserver(calls.observe), criclient.WithLogger(rc.log))
 	if err != nil {
 		return res, fmt.Errorf("%s: dial %s: %w", sc.Name, endpoint, err)
 	}
-	defer client.Close(context.Background())
+	defer client.Close()
 
 	var mu sync.Mutex
 	startups := map[string]time.Duration{}
-	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log),
+	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log),
 		agent.WithHealthThreshold(sc.HealthThreshold),
 		// The stall scenario's unhealthy time is seconds long: sample finely.
 		agent.WithHealthSampling(20*time.Millisecond),
@@ -208,7 +211,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	close(sampleDone)
 	sampleWG.Wait()
 	res.GoroutinesPeak, res.PeakHeap = peakG, peakHeap
-	_ = client.Close(context.Background())
+	_ = client.Close()
 	if srv != nil {
 		_ = srv.Close()
 	}

@@ -133,11 +133,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("connect to runtime %s: %w", endpoint, err)
 	}
-	defer client.Close(context.Background())
+	defer client.Close()
 
 	reg := prometheus.NewRegistry()
 	progress := newProgress(out, !o.json && isTerminal(out))
-	a, err := agent.New(client, client, agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg),
+	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg),
 		agent.WithEventHook(progress.observe))
 	if err != nil {
 		return err

@@ -112,7 +112,7 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		viewOpts = append(viewOpts, runtimeview.WithMaxStaleness(cfg.MaxStaleness))
 	}
 	if s.view, err = runtimeview.New(s.client, viewOpts...); err != nil {
-		_ = s.client.Close(context.Background())
+		_ = s.client.Close()
 		_ = s.conn.Close()
 		return nil, fmt.Errorf("crishim: %w", err)
 	}
@@ -159,7 +159,7 @@ func (s *Shim) Close() error {
 			s.async.close()
 		}
 		s.view.Close()
-		err = errors.Join(s.client.Close(context.Background()), s.conn.Close())
+		err = errors.Join(s.client.Close(), s.conn.Close())
 	})
 	return err
 }

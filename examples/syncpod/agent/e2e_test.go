@@ -175,7 +175,7 @@ func TestShutdownWithWorkInFlight(t *testing.T) {
 			n := startSim(t, rt.Options()...)
 			n.rt.HangNext("PullImage", 1)
 			n.rt.HangNext("StartContainer", 2)
-			a, err := agent.New(n.client, n.client, agent.WithMode(mode), agent.WithTimeScale(testScale))
+			a, err := agent.New(n.client.CRI(), n.client.CRI(), agent.WithMode(mode), agent.WithTimeScale(testScale))
 			if err != nil {
 				t.Fatal(err)
 			}

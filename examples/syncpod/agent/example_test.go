@@ -34,10 +34,10 @@ func ExampleAgent() {
 	srv, _ := crisim.Start(crisim.WithImage("nginx", 1<<20))
 	defer srv.Close()
 	c, _ := criclient.Dial(context.Background(), srv.Endpoint())
-	defer c.Close(context.Background())
+	defer c.Close()
 
 	running := make(chan struct{}, 1)
-	a, _ := agent.New(c, c, agent.WithEventHook(func(e agent.Event) {
+	a, _ := agent.New(c.CRI(), c.CRI(), agent.WithEventHook(func(e agent.Event) {
 		if e.Type == agent.EventRunning {
 			running <- struct{}{}
 		}

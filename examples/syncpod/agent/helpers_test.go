@@ -70,7 +70,7 @@ func startSim(t *testing.T, opts ...crisim.Option) *simNode {
 		t.Fatalf("Dial: %v", err)
 	}
 	t.Cleanup(func() {
-		c.Close(context.Background())
+		c.Close()
 		srv.Close()
 	})
 	return &simNode{srv: srv, rt: srv.Runtime(), client: c}
@@ -78,7 +78,7 @@ func startSim(t *testing.T, opts ...crisim.Option) *simNode {
 
 func startAgent(t *testing.T, n *simNode, opts ...agent.Option) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(n.client, n.client, opts...)
+	a, err := agent.New(n.client.CRI(), n.client.CRI(), opts...)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

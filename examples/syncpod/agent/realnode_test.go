@@ -28,8 +28,8 @@ func TestRealNodeManifestPodsRunAndGo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close(ctx)
-			a, err := agent.New(c, c, agent.WithMode(mode))
+			defer c.Close()
+			a, err := agent.New(c.CRI(), c.CRI(), agent.WithMode(mode))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func TestConcurrentStopsAllWait(t *testing.T) {
 			hookReturned.Store(true)
 		})
 	}
-	a, err := agent.New(n.client, n.client, agent.WithEventHook(hook))
+	a, err := agent.New(n.client.CRI(), n.client.CRI(), agent.WithEventHook(hook))
 	if err != nil {
 		t.Fatal(err)
 	}

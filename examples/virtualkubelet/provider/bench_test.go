@@ -146,7 +146,7 @@ func BenchmarkPodBurst(b *testing.B) {
 				var create func(context.Context, *corev1.Pod) error
 				var closeProv func()
 				if name == "syncpod" {
-					p, err := provider.New(ctx, cri, cri)
+					p, err := provider.New(ctx, cri.CRI(), cri.CRI())
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -211,7 +211,7 @@ func BenchmarkPodBurst(b *testing.B) {
 				lists += float64(srv.Runtime().Calls("ListContainers") + srv.Runtime().Calls("ListPodSandbox"))
 				cancel()
 				closeProv()
-				_ = cri.Close(context.Background())
+				_ = cri.Close()
 				_ = srv.Close()
 			}
 			slices.Sort(lat)

@@ -28,8 +28,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer cri.Close(ctx)
-	p, err := provider.New(ctx, cri, cri)
+	defer cri.Close()
+	p, err := provider.New(ctx, cri.CRI(), cri.CRI())
 	if err != nil {
 		panic(err)
 	}

@@ -100,7 +100,7 @@ func startCrisim(t *testing.T, opts ...crisim.Option) (*crisim.Server, *criclien
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close() })
 	return srv, c
 }
 
@@ -108,7 +108,7 @@ func newProvider(t *testing.T, rt *criclient.Client, opts ...provider.Option) *p
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	p, err := provider.New(ctx, rt, rt, append([]provider.Option{provider.WithNodeName(testNode), provider.WithNodeIP("192.0.2.10")}, opts...)...)
+	p, err := provider.New(ctx, rt.CRI(), rt.CRI(), append([]provider.Option{provider.WithNodeName(testNode), provider.WithNodeIP("192.0.2.10")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

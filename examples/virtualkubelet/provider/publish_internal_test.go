@@ -48,9 +48,9 @@ func TestDeletePodDuringPublishLeavesNoStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	defer c.Close()
 	clk := &publishHookClock{FakeClock: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
-	p, err := New(ctx, c, c, WithClock(clk))
+	p, err := New(ctx, c.CRI(), c.CRI(), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestRealNodePodController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cri.Close(ctx) })
+	t.Cleanup(func() { _ = cri.Close() })
 
 	// The provider's clock (and the puller's) is fake, so that the
 	// ErrImagePull -> ImagePullBackOff step happens when the test says.

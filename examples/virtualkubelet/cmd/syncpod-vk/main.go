@@ -125,9 +125,9 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", cri, err)
 	}
-	defer func() { _ = client.Close(context.Background()) }()
+	defer func() { _ = client.Close() }()
 
-	prov, err := provider.New(ctx, client, client,
+	prov, err := provider.New(ctx, client.CRI(), client.CRI(),
 		provider.WithLogger(logger), provider.WithNodeName(o.nodeName),
 		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir))
 	if err != nil {

@@ -1,0 +1,163 @@
+package criclient_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/syncpod/syncpod/criclient"
+)
+
+func TestMisuseDial(t *testing.T) {
+	var nilCtx context.Context
+	var ae *criclient.ArgError
+	if _, err := criclient.Dial(nilCtx, "/x.sock"); !errors.As(err, &ae) || ae.Method != "Dial" || ae.Arg != "ctx" {
+		t.Errorf("Dial(nil ctx) = %v, want *ArgError for ctx", err)
+	}
+	var nilClock *clock.RealClock
+	for name, o := range map[string]criclient.Option{
+		"typed-nil clock": criclient.WithClock(nilClock),
+		"NaN QPS":         criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.NaN()}),
+		"infinite QPS":    criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.Inf(1)}),
+	} {
+		var ce *criclient.ConfigError
+		if _, err := criclient.Dial(context.Background(), "/x.sock", o); !errors.As(err, &ce) {
+			t.Errorf("%s: Dial = %v, want *ConfigError", name, err)
+		}
+	}
+	_, err := criclient.Dial(context.Background(), "/x.sock", criclient.WithTimeout(-time.Second))
+	if got, want := err.Error(), "criclient: WithTimeout: -1s is not positive"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	// A nil Option, a nil observer and a nil logger are nothing to refuse.
+	c, err := criclient.Dial(context.Background(), startStub(t, "stub"), nil,
+		criclient.WithObserver(nil), criclient.WithLogger(nil), criclient.WithListSnapshots(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMisuseZeroClient(t *testing.T) {
+	ctx := context.Background()
+	var zero criclient.Client
+	var nilClient *criclient.Client
+	for name, c := range map[string]*criclient.Client{"zero": &zero, "nil": nilClient} {
+		isNotDialed := func(err error) bool {
+			var ae *criclient.ArgError
+			return errors.As(err, &ae) && ae.Arg == "Client"
+		}
+		if _, err := c.Version(ctx, "v1"); !isNotDialed(err) {
+			t.Errorf("%s Client: Version = %v, want *ArgError", name, err)
+		}
+		if _, err := c.ListContainers(ctx, nil); !isNotDialed(err) {
+			t.Errorf("%s Client: ListContainers = %v, want *ArgError", name, err)
+		}
+		if _, err := c.ListPodSandbox(ctx, nil); !isNotDialed(err) {
+			t.Errorf("%s Client: ListPodSandbox = %v, want *ArgError", name, err)
+		}
+		if err := c.GetContainerEvents(ctx, make(chan *runtimeapi.ContainerEventResponse), nil); !isNotDialed(err) {
+			t.Errorf("%s Client: GetContainerEvents = %v, want *ArgError", name, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("%s Client: Close = %v", name, err)
+		}
+		if err := c.CRI().Close(ctx); err != nil {
+			t.Errorf("%s Client: CRI().Close = %v", name, err)
+		}
+	}
+}
+
+func TestMisuseNilContext(t *testing.T) {
+	srv := startSim(t)
+	for name, c := range map[string]*criclient.Client{
+		"plain":     dial(t, srv),
+		"snapshots": dial(t, srv, criclient.WithListSnapshots(time.Second)),
+	} {
+		var nilCtx context.Context
+		isCtx := func(err error) bool {
+			var ae *criclient.ArgError
+			return errors.As(err, &ae) && ae.Arg == "ctx" && ae.Reason == "must not be nil"
+		}
+		if _, err := c.Version(nilCtx, "v1"); !isCtx(err) {
+			t.Errorf("%s: Version(nil) = %v", name, err)
+		}
+		if _, err := c.ListContainers(nilCtx, nil); !isCtx(err) {
+			t.Errorf("%s: ListContainers(nil) = %v", name, err)
+		}
+		if _, err := c.ListPodSandbox(nilCtx, nil); !isCtx(err) {
+			t.Errorf("%s: ListPodSandbox(nil) = %v", name, err)
+		}
+		if err := c.GetContainerEvents(nilCtx, make(chan *runtimeapi.ContainerEventResponse), nil); !isCtx(err) {
+			t.Errorf("%s: GetContainerEvents(nil) = %v", name, err)
+		}
+	}
+}
+
+// TestMisuseCloseUnblocksAdmission: a call waiting for admission when Close
+// is called returns ErrClosed instead of waiting for its own context.
+func TestMisuseCloseUnblocksAdmission(t *testing.T) {
+	srv := startSim(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	c, err := criclient.Dial(context.Background(), srv.Endpoint(), criclient.WithClock(clk),
+		criclient.WithoutVersionCheck(),
+		criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: 1, Burst: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Status(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := c.Status(ctx, false); done <- err }()
+	eventually(t, "the second call to queue", clk.HasWaiters)
+	first := c.Close()
+	if err := <-done; !errors.Is(err, criclient.ErrClosed) {
+		t.Fatalf("blocked call after Close = %v, want ErrClosed", err)
+	}
+	if first != nil {
+		t.Fatalf("Close = %v", first)
+	}
+	for range 2 {
+		if err := c.Close(); err != first {
+			t.Fatalf("second Close = %v, want the first result %v", err, first)
+		}
+	}
+	if _, err := c.Version(ctx, "v1"); !errors.Is(err, criclient.ErrClosed) {
+		t.Fatalf("Version after Close = %v, want ErrClosed", err)
+	}
+	if _, err := c.ListContainers(ctx, nil); !errors.Is(err, criclient.ErrClosed) {
+		t.Fatalf("ListContainers after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestMisuseCRIAdapter: CRI is the client under cri-api's interfaces; its
+// Close(ctx) closes the client whatever ctx is.
+func TestMisuseCRIAdapter(t *testing.T) {
+	srv := startSim(t)
+	c, err := criclient.Dial(context.Background(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := c.CRI()
+	if _, err := rs.Version(context.Background(), "v1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := rs.Close(ctx); err != nil {
+		t.Fatalf("Close with a canceled ctx = %v", err)
+	}
+	if _, err := c.Version(context.Background(), "v1"); !errors.Is(err, criclient.ErrClosed) {
+		t.Fatalf("Version after CRI().Close = %v, want ErrClosed", err)
+	}
+}
