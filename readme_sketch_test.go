@@ -183,7 +183,7 @@ func TestREADMESketch(t *testing.T) {
 	defer func() {
 		_ = n.pulls.Close()
 		n.gen.Stop()
-		_ = n.rt.Close(context.Background())
+		_ = n.rt.Close()
 	}()
 
 	pods := map[types.UID]*corev1.Pod{}

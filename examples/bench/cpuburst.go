@@ -114,15 +114,15 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	if err != nil {
 		return res, err
 	}
-	defer client.Close(context.Background())
+	defer client.Close()
 	probe, err := criclient.Dial(ctx, endpoint)
 	if err != nil {
 		return res, err
 	}
-	defer probe.Close(context.Background())
+	defer probe.Close()
 
 	// Leftovers of an interrupted run would distort the runtime's load.
-	cleaner, err := agent.New(client, client, agent.WithMode(agent.ModeBaseline))
+	cleaner, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(agent.ModeBaseline))
 	if err != nil {
 		return res, err
 	}
@@ -289,7 +289,7 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 			close(done)
 		}
 	}))
-	a, err := agent.New(client, client, opts...)
+	a, err := agent.New(client.CRI(), client.CRI(), opts...)
 	if err != nil {
 		return nil, false, 0, err
 	}
