@@ -40,12 +40,16 @@ var (
 	workloadErr  error
 )
 
-// goTool returns the go command of the toolchain that built this test.
+// goTool returns the go command: the one on PATH, else the one in
+// GOROOT's bin (go test puts it first on PATH anyway).
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go")
+	}
+	return "go"
 }
 
 // The program layer is built once too: the same bytes in every image, as
