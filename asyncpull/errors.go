@@ -80,6 +80,9 @@ func (e *RequestError) Error() string {
 // Unwrap returns the wrapped errors.
 func (e *RequestError) Unwrap() error { return e.Err }
 
+// errNotNew is what a zero Scheduler answers.
+var errNotNew = fmt.Errorf("asyncpull: Scheduler not made by New: %w", ErrClosed)
+
 // ConfigError is a constructor parameter or option that cannot be used.
 type ConfigError struct {
 	Option string // e.g. "WithMaxParallel", or "images" for New's image service

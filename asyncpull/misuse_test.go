@@ -24,21 +24,22 @@ func TestMisuse(t *testing.T) {
 	}
 	var nilClock *clock.RealClock
 	for name, opt := range map[string]asyncpull.Option{
-		"negative MaxParallel":     asyncpull.WithMaxParallel(-1),
-		"negative per registry":    asyncpull.WithMaxParallelPerRegistry(-2),
-		"negative registry limit":  asyncpull.WithRegistryLimit("docker.io", -1),
-		"empty registry domain":    asyncpull.WithRegistryLimit("", 1),
-		"negative QPS":             asyncpull.WithQPS(-1, 10),
-		"zero burst while pacing":  asyncpull.WithQPS(5, 0),
-		"negative large threshold": asyncpull.WithLargeImageLimit(-1, 1),
-		"zero large slots":         asyncpull.WithLargeImageLimit(1<<30, 0),
-		"negative pull timeout":    asyncpull.WithPullTimeout(-time.Second),
-		"negative back-off":        asyncpull.WithBackOff(-time.Second, time.Minute),
-		"back-off max below init":  asyncpull.WithBackOff(time.Minute, time.Second),
-		"negative present TTL":     asyncpull.WithPresentTTL(-time.Second),
-		"nil clock":                asyncpull.WithClock(nil),
-		"typed-nil clock":          asyncpull.WithClock(nilClock),
-		"nil queue policy":         asyncpull.WithQueuePolicy(nil),
+		"negative MaxParallel":      asyncpull.WithMaxParallel(-1),
+		"negative per registry":     asyncpull.WithMaxParallelPerRegistry(-2),
+		"negative registry limit":   asyncpull.WithRegistryLimit("docker.io", -1),
+		"empty registry domain":     asyncpull.WithRegistryLimit("", 1),
+		"negative QPS":              asyncpull.WithQPS(-1, 10),
+		"zero burst while pacing":   asyncpull.WithQPS(5, 0),
+		"negative large threshold":  asyncpull.WithLargeImageLimit(-1, 1),
+		"zero large slots":          asyncpull.WithLargeImageLimit(1<<30, 0),
+		"negative pull timeout":     asyncpull.WithPullTimeout(-time.Second),
+		"negative back-off":         asyncpull.WithBackOff(-time.Second, time.Minute),
+		"back-off max below init":   asyncpull.WithBackOff(time.Minute, time.Second),
+		"negative present TTL":      asyncpull.WithPresentTTL(-time.Second),
+		"nil clock":                 asyncpull.WithClock(nil),
+		"typed-nil clock":           asyncpull.WithClock(nilClock),
+		"nil queue policy":          asyncpull.WithQueuePolicy(nil),
+		"unknown credential policy": asyncpull.WithCredentialPolicy(7),
 	} {
 		if _, err := asyncpull.New(critest.NewFakeImageService(), opt); !errors.As(err, &ce) {
 			t.Errorf("%s: New = %v, want *ConfigError", name, err)
@@ -67,6 +68,24 @@ func TestMisuse(t *testing.T) {
 	}
 	if _, err := s.Subscribe("p"); !errors.Is(err, asyncpull.ErrClosed) {
 		t.Errorf("Subscribe after Close = %v, want ErrClosed", err)
+	}
+}
+
+// A zero Scheduler says it was not made by New, and never panics.
+func TestZeroScheduler(t *testing.T) {
+	var s asyncpull.Scheduler
+	if res := s.Ensure(context.Background(), asyncpull.Request{Image: "nginx", PodUID: "p"}); !errors.Is(res.Err, asyncpull.ErrClosed) {
+		t.Errorf("Ensure on a zero Scheduler: %+v, want an error wrapping ErrClosed", res)
+	}
+	if _, err := s.Subscribe("p"); !errors.Is(err, asyncpull.ErrClosed) {
+		t.Errorf("Subscribe on a zero Scheduler: %v", err)
+	}
+	s.Cancel("p")
+	if st := s.Stats(); st != (asyncpull.Stats{}) {
+		t.Errorf("Stats of a zero Scheduler: %+v", st)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close of a zero Scheduler: %v", err)
 	}
 }
 

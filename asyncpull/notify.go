@@ -40,6 +40,9 @@ func (s *Scheduler) Subscribe(podUID types.UID) (*Subscription, error) {
 	if podUID == "" {
 		return nil, &ArgError{Method: "Subscribe", Arg: "podUID", Reason: "must not be empty"}
 	}
+	if s.images == nil {
+		return nil, errNotNew
+	}
 	sub := &Subscription{s: s, pod: podUID, ch: make(chan struct{}, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()

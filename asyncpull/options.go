@@ -93,6 +93,8 @@ func (c *config) validate() error {
 		return &ConfigError{Option: "WithLargeImageLimit", Reason: fmt.Sprintf("slots %d is below 1", c.largeSlots)}
 	case c.pullTimeout < 0:
 		return neg("WithPullTimeout", c.pullTimeout)
+	case c.credentials != SeparateCredentials && c.credentials != ShareCredentials:
+		return &ConfigError{Option: "WithCredentialPolicy", Reason: fmt.Sprintf("unknown policy %d", c.credentials)}
 	case c.presentTTL < 0:
 		return neg("WithPresentTTL", c.presentTTL)
 	}

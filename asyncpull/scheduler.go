@@ -29,7 +29,8 @@ type ImageService interface {
 }
 
 // Scheduler pulls images for pods without blocking them. Create it with New; it is safe for
-// concurrent use; Close releases it.
+// concurrent use; Close releases it. A zero Scheduler is not usable: its methods return
+// errNotNew (wrapping ErrClosed) or do nothing.
 type Scheduler struct {
 	images ImageService
 	cfg    config
@@ -181,6 +182,9 @@ func New(images ImageService, opts ...Option) (*Scheduler, error) {
 // (including an in-progress WithNotify callback) and makes every later call return ErrClosed.
 // It is idempotent and returns nil.
 func (s *Scheduler) Close() error {
+	if s.images == nil {
+		return nil // a zero Scheduler has nothing to stop
+	}
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -264,6 +268,9 @@ func (s *Scheduler) Wait(ctx context.Context, req Request) (Result, error) {
 // back-offs, and forgets results and wake-ups not yet collected. Subscriptions stay until
 // closed.
 func (s *Scheduler) Cancel(podUID types.UID) {
+	if s.images == nil {
+		return
+	}
 	var events []Event
 	s.mu.Lock()
 	for _, o := range s.opsSnapshotLocked() {
@@ -300,6 +307,9 @@ func failed(image, reason string, err error) Result {
 }
 
 func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waiterID) {
+	if s.images == nil {
+		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: errNotNew}, nil, waiterID{}
+	}
 	if ctx == nil {
 		err := &ArgError{Method: "Ensure", Arg: "ctx", Reason: "must not be nil"}
 		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: err}, nil, waiterID{}

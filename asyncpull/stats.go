@@ -65,6 +65,9 @@ type counters struct {
 // makes no runtime call; its cost grows with the checks and pulls in progress and their
 // waiters and with the images in back-off, not with history. It may be called after Close.
 func (s *Scheduler) Stats() Stats {
+	if s.images == nil {
+		return Stats{}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{
