@@ -53,7 +53,7 @@ func (c *callIntoPLEG) call(uid types.UID) {
 func stopWithin(t *testing.T, p *PLEG) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { p.Stop(); close(done) }()
+	go func() { p.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):

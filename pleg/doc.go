@@ -10,7 +10,7 @@
 //	p, err := pleg.New(runtime, cache) // runtime: criclient.Client, cri-client, cri-api's fake...
 //	if err != nil { ... }              // *pleg.ConfigError for bad options
 //	if err := p.Start(ctx); err != nil { ... }
-//	defer p.Stop()                     // waits for its goroutines, closes Watch()
+//	defer p.Close()                     // waits for its goroutines, closes Watch()
 //	for ev := range p.Watch() {
 //		// ev.ID is the pod UID, ev.Type ContainerStarted/Died/Removed or PodSync,
 //		// ev.Data the container or sandbox id. The pod's status is already in
@@ -45,7 +45,7 @@
 // never overwrites the cache: the pod is relisted on demand instead. A
 // sandbox's DELETED event deletes the pod's cache entry. When the stream
 // fails the PLEG falls back to relisting at RelistPeriod at once and
-// reconnects with a jittered exponential backoff (WithReconnectBackoff)
+// reconnects with a jittered exponential backoff (WithBackOff)
 // forever — the kubelet gives up for good after 5 errors (#129827). When the
 // stream is back, one full relist reconciles what was missed, then the PLEG
 // is evented again, relisting only every SafetyNetPeriod (default 300 s).

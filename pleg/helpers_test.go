@@ -116,7 +116,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.p.Stop)
+	t.Cleanup(func() { _ = f.p.Close() })
 	return f
 }
 
