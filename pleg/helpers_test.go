@@ -259,7 +259,6 @@ func (h *hookRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeap
 // eventSource is a scriptable event stream: every GetContainerEvents call
 // is one connection that delivers what the test sends until the test cuts it.
 type eventSource struct {
-	mu    sync.Mutex
 	conns chan *eventConn
 }
 

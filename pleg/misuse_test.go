@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -122,7 +124,8 @@ func TestMisuseCloseBeforeStartTwice(t *testing.T) {
 func TestMisusePanickingRuntime(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	var seen []Observation
-	p, err := New(&nilMapRuntime{}, newFakeCache(), WithClock(clk), WithObserver(func(o Observation) { seen = append(seen, o) }))
+	core, logs := observer.New(zap.WarnLevel)
+	p, err := New(&nilMapRuntime{}, newFakeCache(), WithClock(clk), WithLogger(zap.New(core)), WithObserver(func(o Observation) { seen = append(seen, o) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,5 +151,8 @@ func TestMisusePanickingRuntime(t *testing.T) {
 	}
 	if !kinds[ObservedRelist] || !kinds[ObservedStreamError] {
 		t.Errorf("observations %v, want relists and stream errors", kinds)
+	}
+	if logs.FilterMessage("pleg event stream failed; reconnecting").Len() == 0 {
+		t.Errorf("no warning logged for the failing stream: %v", logs.All())
 	}
 }
