@@ -132,4 +132,8 @@
 // PLEG keeps relisting. The observer set with WithObserver is called
 // synchronously, outside the PLEG's locks, from the goroutine that did the
 // work, so a slow observer slows the PLEG and nothing queues behind it.
+//
+// Besides Watch, any number of readers may Subscribe, each with its own
+// bounded buffer: a reader whose buffer is full when an event is delivered
+// is not waited for; its subscription ends with ErrOverflow.
 package pleg

@@ -12,6 +12,9 @@ var (
 	// ErrClosed is returned by Start, RequestRelist and Healthy after
 	// Close.
 	ErrClosed = errors.New("pleg: closed")
+	// ErrOverflow ends a Subscription whose buffer was full when an event
+	// had to be delivered to it.
+	ErrOverflow = errors.New("pleg: subscriber fell behind, events lost")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("pleg: already started")
 	// ErrNeverSucceeded is wrapped by the HealthError returned before the

@@ -111,6 +111,7 @@ func (p *PLEG) deliverLocked(evs []Event) {
 		if ev.Type == ContainerChanged && !p.cfg.changed {
 			continue
 		}
+		p.fanOutLocked(ev)
 		select {
 		case p.ch <- ev:
 			p.stats.Delivered++

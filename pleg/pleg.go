@@ -49,6 +49,7 @@ type PLEG struct {
 	relistErr  error
 	streamErr  error
 	stats      Stats
+	subs       map[*Subscription]struct{}
 	started    bool
 	stopped    bool
 	closed     bool
@@ -110,6 +111,7 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 		tombstones: map[string]time.Time{},
 		reinspect:  map[types.UID]struct{}{},
 		pending:    map[types.UID]struct{}{},
+		subs:       map[*Subscription]struct{}{},
 		dirty:      newDirtyQueue(),
 		wakeRelist: make(chan struct{}, 1),
 		wakePods:   make(chan struct{}, 1),
@@ -186,6 +188,9 @@ func (p *PLEG) Close() error {
 		p.observe()
 		p.mu.Lock()
 		p.closed = true
+		for s := range p.subs {
+			p.endLocked(s, ErrClosed)
+		}
 		close(p.ch)
 		p.mu.Unlock()
 	})
