@@ -283,7 +283,7 @@ func TestEventedStallUnhealthyThenHealthy(t *testing.T) {
 
 // A runtime that closes the events channel ends the stream: the event it
 // sent before is handled, the PLEG counts a stream error, falls back to
-// relisting, reconnects after the backoff, and Stop returns. Once with a
+// relisting, reconnects after the backoff, and Close returns. Once with a
 // GetContainerEvents that returns after closing, once with one that keeps
 // blocking until its context ends.
 func TestRuntimeClosesEventsChannel(t *testing.T) {

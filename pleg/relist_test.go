@@ -375,13 +375,13 @@ func TestStartStopLifecycle(t *testing.T) {
 		}
 	}
 	if err := f.p.Start(context.Background()); !errors.Is(err, ErrClosed) {
-		t.Errorf("Start after Stop: %v", err)
+		t.Errorf("Start after Close: %v", err)
 	}
 	if err := f.p.RequestRelist("a"); !errors.Is(err, ErrClosed) {
-		t.Errorf("RequestRelist after Stop: %v", err)
+		t.Errorf("RequestRelist after Close: %v", err)
 	}
 	if ok, err := f.p.Healthy(); ok || !errors.Is(err, ErrClosed) {
-		t.Errorf("Healthy after Stop: %v %v", ok, err)
+		t.Errorf("Healthy after Close: %v %v", ok, err)
 	}
 }
 

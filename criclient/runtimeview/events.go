@@ -48,7 +48,7 @@ func (s *Subscription) Close() error {
 // after Subscribe returns is delivered or the subscription ends with an
 // error: there are no silent gaps. When ctx ends first, the error unwraps
 // to ctx.Err() and has the gRPC code Canceled or DeadlineExceeded; a nil
-// ctx gives ErrNilContext, a closed view ErrClosed.
+// ctx gives an *ArgError, a closed view ErrClosed.
 func (v *View) Subscribe(ctx context.Context, buffer int) (*Subscription, error) {
 	if ctx == nil {
 		return nil, nilCtx("Subscribe")

@@ -206,7 +206,7 @@ func (v *View) freshLocked(now time.Time) error {
 // containerd applies it. See the package documentation for what the answer
 // is guaranteed to contain. The items are shared: do not modify them.
 //
-// It fails with ErrClosed after Close, ErrNilContext for a nil ctx, a
+// It fails with ErrClosed after Close, an *ArgError for a nil ctx, a
 // *StaleError (codes.Unavailable) when the data is too old, and, when ctx
 // ends while it waits, an error that unwraps to ctx.Err() with the gRPC
 // code Canceled or DeadlineExceeded.
