@@ -49,7 +49,7 @@ func Example() {
 	if err := gen.Start(ctx); err != nil {
 		panic(err)
 	}
-	defer gen.Stop()
+	defer gen.Close()
 
 	pulls, err := asyncpull.New(rt)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // a criclient.Client, cri-api's FakeRuntimeService and cri-client's remote
 // runtime all satisfy it. The PLEG calls them from several goroutines at
 // once, never under its locks, each with a context bounded by
-// WithRelistTimeout (GetContainerEvents: until Stop).
+// WithRelistTimeout (GetContainerEvents: until Close).
 type Runtime interface {
 	// ListPodSandbox returns the sandboxes matching filter. The PLEG passes
 	// a nil filter (every sandbox): relists, pod relists and probes.
@@ -32,7 +32,7 @@ type Runtime interface {
 	// GetContainerEvents streams the runtime's container events into
 	// containerEventsCh and calls connectionEstablishedCallback once the
 	// stream is up. It must return once ctx is cancelled: the PLEG waits
-	// for it on Stop. A return (with an error or nil), or closing
+	// for it on Close. A return (with an error or nil), or closing
 	// containerEventsCh, ends the stream: the PLEG falls back to relisting
 	// and calls it again after a backoff. A runtime without an event stream
 	// may return at once: the PLEG then keeps relisting at the normal
@@ -47,7 +47,7 @@ type Runtime interface {
 // its records changed, and before it delivers the events of the same
 // change on Watch(). An implementation (a statecache subscriber, say) may
 // therefore call RequestRelist, Healthy, Stats and Mode; it must not call
-// Stop, which waits for the goroutine calling it, nor wait for the PLEG to
+// Close, which waits for the goroutine calling it, nor wait for the PLEG to
 // write something else, which that goroutine would do next.
 type Cache interface {
 	// Set stores value and err for key with modified time ts and reports

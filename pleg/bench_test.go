@@ -43,7 +43,7 @@ func BenchmarkIdleRuntimeCalls(b *testing.B) {
 			if err := p.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			defer p.Stop()
+			defer p.Close()
 			go func() {
 				for range p.Watch() {
 				}
@@ -144,7 +144,7 @@ func BenchmarkExitLatency(b *testing.B) {
 			if err := p.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			defer func() { p.Stop(); <-l.done }()
+			defer func() { p.Close(); <-l.done }()
 			if mode == "evented" {
 				waitFor(b, "evented mode", func() bool { return p.Mode() == ModeEvented })
 			}
@@ -245,7 +245,7 @@ func benchRealNodeExitLatency(b *testing.B, evented bool) {
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { p.Stop(); <-done }()
+	defer func() { p.Close(); <-done }()
 	if evented {
 		waitFor(b, "evented mode", func() bool { return p.Mode() == ModeEvented })
 	}
@@ -335,7 +335,7 @@ func BenchmarkRelistDuration(b *testing.B) {
 				if got := p.Stats().Inspections; got != 100 {
 					b.Fatalf("inspected %d pods, want 100", got)
 				}
-				p.Stop()
+				p.Close()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "relist-ms")

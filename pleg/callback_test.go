@@ -48,16 +48,16 @@ func (c *callIntoPLEG) call(uid types.UID) {
 	c.calls.Add(1)
 }
 
-// stopWithin stops p, failing the test instead of hanging if Stop does not
+// stopWithin closes p, failing the test instead of hanging if Close does not
 // return (the deadline only bounds a hang; it asserts no timing).
 func stopWithin(t *testing.T, p *PLEG) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { p.Stop(); close(done) }()
+	go func() { p.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatal("Stop did not return")
+		t.Fatal("Close did not return")
 	}
 }
 
@@ -98,7 +98,7 @@ func TestCacheSubscriberCallsBackIntoPLEG(t *testing.T) {
 
 	// A stuck callback would hold the PLEG's lock: wait on the callback's
 	// own counter first, then fail (leaving the stuck goroutines to goleak)
-	// rather than hang in Stats or Stop. Sets of a and b by the relist, then
+	// rather than hang in Stats or Close. Sets of a and b by the relist, then
 	// by the pod relists the callbacks asked for.
 	waitFor(t, "callbacks into the PLEG returning", func() bool { return cb.calls.Load() >= 4 })
 	waitFor(t, "relist and pod relist counted", func() bool {

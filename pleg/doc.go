@@ -8,9 +8,9 @@
 //
 //	cache := statecache.New[types.UID, *pleg.PodStatus]()
 //	p, err := pleg.New(runtime, cache) // runtime: criclient.Client, cri-client, cri-api's fake...
-//	if err != nil { ... }              // *pleg.ConfigError for bad options
+//	if err != nil { ... }              // *pleg.ConfigError: nil runtime or cache, bad option
 //	if err := p.Start(ctx); err != nil { ... }
-//	defer p.Stop()                     // waits for its goroutines, closes Watch()
+//	defer p.Close()                     // waits for its goroutines, closes Watch()
 //	for ev := range p.Watch() {
 //		// ev.ID is the pod UID, ev.Type ContainerStarted/Died/Removed or PodSync,
 //		// ev.Data the container or sandbox id. The pod's status is already in
@@ -45,11 +45,13 @@
 // never overwrites the cache: the pod is relisted on demand instead. A
 // sandbox's DELETED event deletes the pod's cache entry. When the stream
 // fails the PLEG falls back to relisting at RelistPeriod at once and
-// reconnects with a jittered exponential backoff (WithReconnectBackoff)
+// reconnects with a jittered exponential backoff (WithBackOff)
 // forever — the kubelet gives up for good after 5 errors (#129827). When the
 // stream is back, one full relist reconciles what was missed, then the PLEG
 // is evented again, relisting only every SafetyNetPeriod (default 300 s).
-// Mode() and Observer.ModeChanged show the mode.
+// Mode() and the observer's ObservedModeChange show the mode. The event
+// stream is read by one reader that reconnects with a jittered back-off
+// (WithBackOff) and treats a closed events channel like an ended stream.
 //
 // # Guarantees
 //
@@ -57,8 +59,8 @@
 //     every removal once, whatever the order of lists and events, across
 //     stream cuts, lost events and replays: each id's record only moves
 //     forward (created → running → exited → removed; CRI ids never come
-//     back), removed ids are remembered for WithTombstoneTTL (default
-//     10 min, more than containerd queues events) so late events about them
+//     back), removed ids are remembered for DefaultTombstoneTTL
+//     (10 min, more than containerd queues events) so late events about them
 //     are ignored, and a relist never removes an id the PLEG learned about
 //     after that relist started. ContainerStarted is reported at most once
 //     per id, except after a ContainerChanged (unknown → running).
@@ -75,9 +77,9 @@
 //     pod is relisted so the cache catches up (Stats.Resyncs).
 //   - The Watch channel is bounded (WithChannelCapacity, default 1000) and a
 //     send never blocks the PLEG. An event that does not fit is counted
-//     (Stats.Dropped, Observer.EventDropped) and its pod is owed a PodSync:
+//     (Stats.Dropped, an ObservedDrop observation) and its pod is owed a PodSync:
 //     a PodSync for that pod is delivered after the drop (one for any number
-//     of drops of that pod before it is delivered), unless Stop comes
+//     of drops of that pod before it is delivered), unless Close comes
 //     first. Pods get their PodSyncs first owed, first served: a pod dropped
 //     again goes behind the others. Nothing is lost: on PodSync, re-read the pod from the cache,
 //     which already holds everything the dropped events said.
@@ -117,6 +119,21 @@
 // statecache.Cache[types.UID, *pleg.PodStatus] is one. The PLEG calls the
 // Cache one call at a time and never under its own locks, so a statecache
 // subscriber (run inside Set and Delete) may call RequestRelist, Healthy,
-// Stats or Mode; it must not call Stop. The PLEG assumes the runtime's
+// Stats or Mode; it must not call Close. The PLEG assumes the runtime's
 // clock (event CreatedAt) and its own agree, as on one node.
+//
+// # Errors
+//
+// New refuses a nil or typed-nil Runtime or Cache and every bad option with
+// a *ConfigError ("pleg: WithThreshold: must be > 0"); Start with a nil ctx
+// and RequestRelist with an empty uid return an *ArgError; after Close,
+// Start, RequestRelist and Healthy return ErrClosed. A Runtime that panics
+// (a zero-value fake) fails the call it panicked in, like an error, and the
+// PLEG keeps relisting. The observer set with WithObserver is called
+// synchronously, outside the PLEG's locks, from the goroutine that did the
+// work, so a slow observer slows the PLEG and nothing queues behind it.
+//
+// Besides Watch, any number of readers may Subscribe, each with its own
+// bounded buffer: a reader whose buffer is full when an event is delivered
+// is not waited for; its subscription ends with ErrOverflow.
 package pleg

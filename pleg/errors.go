@@ -9,8 +9,12 @@ import (
 )
 
 var (
-	// ErrStopped is returned by Start, RequestRelist and Healthy after Stop.
-	ErrStopped = errors.New("pleg: stopped")
+	// ErrClosed is returned by Start, RequestRelist and Healthy after
+	// Close.
+	ErrClosed = errors.New("pleg: closed")
+	// ErrOverflow ends a Subscription whose buffer was full when an event
+	// had to be delivered to it.
+	ErrOverflow = errors.New("pleg: subscriber fell behind, events lost")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("pleg: already started")
 	// ErrNeverSucceeded is wrapped by the HealthError returned before the
@@ -19,37 +23,45 @@ var (
 	// ErrInactive is wrapped by the HealthError returned when the runtime
 	// has not answered within the threshold.
 	ErrInactive = errors.New("pleg is not active")
-	// ErrNilContext is wrapped by the ConfigError Start returns for a nil
-	// context.
-	ErrNilContext = errors.New("pleg: nil context")
 )
 
 // The error types, checked at compile time.
 var (
 	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
 	_ error = (*HealthError)(nil)
 	_ error = (*InspectError)(nil)
 	_ error = (*RelistError)(nil)
 )
 
-// ConfigError reports an invalid argument (to New, Start or
-// RequestRelist) or an invalid option.
+// ConfigError is returned by New for a nil or typed-nil dependency or an
+// invalid option value.
 type ConfigError struct {
-	// Field names the argument or option.
-	Field string
+	// Option names the parameter ("rt", "cache") or option.
+	Option string
 	// Reason says what is wrong with it.
 	Reason string
-	// Err is a sentinel for errors.Is (ErrNilContext), if any.
-	Err error
 }
 
-// Error describes the failure.
+// Error returns "pleg: Option: Reason".
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("pleg: invalid %s: %s", e.Field, e.Reason)
+	return "pleg: " + e.Option + ": " + e.Reason
 }
 
-// Unwrap returns Err.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// ArgError is a bad argument to a method: a nil ctx, an empty pod UID.
+type ArgError struct {
+	// Method is the method called.
+	Method string
+	// Arg names the argument.
+	Arg string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error returns "pleg: Method: Arg Reason".
+func (e *ArgError) Error() string {
+	return "pleg: " + e.Method + ": " + e.Arg + " " + e.Reason
+}
 
 // HealthError is the error Healthy returns when the PLEG is unhealthy.
 // errors.Is(err, ErrNeverSucceeded) or errors.Is(err, ErrInactive) tells

@@ -1,126 +1,12 @@
 package pleg
 
 import (
-	"context"
-	"errors"
-	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// backoff is a jittered exponential backoff that never gives up.
-type backoff struct {
-	initial, max, cur time.Duration
-}
-
-// next returns the next wait, in [d/2, d] for the current step d.
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.initial
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	half := b.cur / 2
-	return half + time.Duration(rand.Int64N(int64(b.cur-half)+1))
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// streamLoop keeps the event stream open: on every failure it reconnects
-// after a jittered exponential backoff, forever.
-func (p *PLEG) streamLoop(ctx context.Context) {
-	bo := backoff{initial: p.cfg.reconnectInitial, max: p.cfg.reconnectMax}
-	for {
-		began := p.clock.Now()
-		n, err := p.streamOnce(ctx)
-		if ctx.Err() != nil {
-			p.streamDown(nil, 0)
-			return
-		}
-		if n > 0 || p.clock.Since(began) >= p.cfg.reconnectMax {
-			bo.reset()
-		}
-		wait := bo.next()
-		p.streamDown(err, wait)
-		t := p.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-	}
-}
-
-// streamOnce runs one GetContainerEvents call and handles its events until
-// it returns or closes the channel. It returns how many events it handled
-// and why it ended.
-func (p *PLEG) streamOnce(ctx context.Context) (int, error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan *runtimeapi.ContainerEventResponse, 128)
-	done := make(chan error, 1)
-	go func() {
-		done <- p.rt.GetContainerEvents(sctx, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) { p.streamConnected() })
-	}()
-	n := 0
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				// The runtime closed the channel: the stream is over even if
-				// GetContainerEvents has not returned. Make it return.
-				cancel()
-				err := <-done
-				if err == nil || (errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-					err = errEventsChannelClosed
-				}
-				return n, err
-			}
-			p.handleEvent(ev)
-			n++
-		case err := <-done:
-			n += p.handleQueued(ch) // sent before the return
-			if err == nil {
-				err = errStreamEnded
-			}
-			return n, err
-		case <-ctx.Done():
-			cancel()
-			for {
-				select {
-				case _, ok := <-ch: // the runtime may block sending until it sees ctx
-					if !ok {
-						ch = nil // closed: wait for done only
-					}
-				case err := <-done:
-					return n, err
-				}
-			}
-		}
-	}
-}
-
-// handleQueued handles the events waiting in ch, up to an empty or closed
-// channel, and returns how many it handled.
-func (p *PLEG) handleQueued(ch chan *runtimeapi.ContainerEventResponse) int {
-	n := 0
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				return n
-			}
-			p.handleEvent(ev)
-			n++
-		default:
-			return n
-		}
-	}
-}
 
 // streamConnected records that the stream is up and asks for a reconcile
 // relist: events may have been missed while it was down. The PLEG enters
@@ -160,9 +46,9 @@ func (p *PLEG) streamDown(err error, retryIn time.Duration) {
 	p.mu.Unlock()
 	if err != nil {
 		p.log.Warn("pleg event stream failed; reconnecting", zap.Error(err), zap.Duration("retryIn", retryIn))
-		obs := p.cfg.observer
-		p.notes.post(func() { obs.StreamError(err, retryIn) })
+		p.notes.post(Observation{Kind: ObservedStreamError, Err: err, RetryIn: retryIn})
 	}
+	p.observe()
 }
 
 func eventState(t runtimeapi.ContainerEventType) entityState {

@@ -128,11 +128,14 @@ func TestEventAboutRemovedContainerIgnored(t *testing.T) {
 
 // modeObserver reports mode changes.
 type modeObserver struct {
-	NopObserver
 	modes chan Mode
 }
 
-func (o *modeObserver) ModeChanged(_, to Mode, _ error) { o.modes <- to }
+func (o *modeObserver) observe(ob Observation) {
+	if ob.Kind == ObservedModeChange {
+		o.modes <- ob.To
+	}
+}
 
 func waitMode(t *testing.T, o *modeObserver, want Mode) {
 	t.Helper()
@@ -155,11 +158,11 @@ func TestEventedFallbackAndRecovery(t *testing.T) {
 	src := newEventSource()
 	h := &hookRuntime{Runtime: f.rt, events: src.run}
 	obs := &modeObserver{modes: make(chan Mode, 10)}
-	p, err := New(h, f.cache, WithClock(f.clock), WithObserver(obs), WithReconnectBackoff(time.Second, 4*time.Second))
+	p, err := New(h, f.cache, WithClock(f.clock), WithObserver(obs.observe), WithBackOff(time.Second, 4*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	f.setSandboxes(fsb{"a", "s1", ready})
 	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: running, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
 	if err := p.Start(context.Background()); err != nil {
@@ -241,7 +244,7 @@ func TestEventedStallUnhealthyThenHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	if err := p.relist(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +283,7 @@ func TestEventedStallUnhealthyThenHealthy(t *testing.T) {
 
 // A runtime that closes the events channel ends the stream: the event it
 // sent before is handled, the PLEG counts a stream error, falls back to
-// relisting, reconnects after the backoff, and Stop returns. Once with a
+// relisting, reconnects after the backoff, and Close returns. Once with a
 // GetContainerEvents that returns after closing, once with one that keeps
 // blocking until its context ends.
 func TestRuntimeClosesEventsChannel(t *testing.T) {
@@ -299,7 +302,7 @@ func TestRuntimeClosesEventsChannel(t *testing.T) {
 				<-ctx.Done()
 				return ctx.Err()
 			}}
-			p, err := New(h, f.cache, WithClock(f.clock), WithReconnectBackoff(time.Second, 2*time.Second))
+			p, err := New(h, f.cache, WithClock(f.clock), WithBackOff(time.Second, 2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}

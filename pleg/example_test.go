@@ -35,7 +35,7 @@ func Example() {
 	if err := p.Start(context.Background()); err != nil {
 		panic(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 
 	var evs []pleg.Event
 	for len(evs) < 2 {
@@ -63,7 +63,7 @@ func ExamplePLEG_Healthy() {
 	if err != nil {
 		panic(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	ok, err := p.Healthy()
 	fmt.Println(ok, err)
 	// Output:
@@ -76,5 +76,5 @@ func ExampleNew() {
 		pleg.WithRelistPeriod(5*time.Minute))
 	fmt.Println(err)
 	// Output:
-	// pleg: invalid WithRelistPeriod: must be > 0 and below the threshold
+	// pleg: WithRelistPeriod: must be > 0 and below the threshold
 }

@@ -116,7 +116,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.p.Stop)
+	t.Cleanup(func() { _ = f.p.Close() })
 	return f
 }
 
@@ -259,7 +259,6 @@ func (h *hookRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeap
 // eventSource is a scriptable event stream: every GetContainerEvents call
 // is one connection that delivers what the test sends until the test cuts it.
 type eventSource struct {
-	mu    sync.Mutex
 	conns chan *eventConn
 }
 

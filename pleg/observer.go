@@ -5,21 +5,40 @@ import (
 	"time"
 )
 
-// Observer is told what the PLEG does. Its methods are called one at a
-// time, in order, from a PLEG goroutine, never under a PLEG lock; they must
-// not block for long (they delay later notifications, not the PLEG).
-// Embed NopObserver to implement only some methods.
-type Observer interface {
-	// ModeChanged: the PLEG went from one mode to another; cause is the
-	// stream error for a fall back to relisting, nil otherwise.
-	ModeChanged(from, to Mode, cause error)
-	// EventDropped: ev did not fit in the Watch channel; a PodSync for its
-	// pod will be delivered instead.
-	EventDropped(ev Event)
-	// Relisted: a relist (full, pod or probe) finished.
-	Relisted(r RelistResult)
-	// StreamError: the event stream failed; the PLEG reconnects after retryIn.
-	StreamError(err error, retryIn time.Duration)
+// ObservationKind says what an Observation reports.
+type ObservationKind string
+
+const (
+	// ObservedModeChange: the PLEG went from one mode to another (From,
+	// To); Err is the stream error for a fall back to relisting.
+	ObservedModeChange ObservationKind = "ModeChanged"
+	// ObservedDrop: Dropped did not fit in the Watch channel; a PodSync
+	// for its pod will be delivered instead.
+	ObservedDrop ObservationKind = "EventDropped"
+	// ObservedRelist: a relist (full, pod or probe) finished (Relist).
+	ObservedRelist ObservationKind = "Relisted"
+	// ObservedStreamError: the event stream failed with Err; the PLEG
+	// reconnects after RetryIn.
+	ObservedStreamError ObservationKind = "StreamError"
+)
+
+// Observation is what the observer set with WithObserver is told. It is
+// called synchronously, outside the PLEG's locks, from the goroutine that
+// did the work, one call at a time and in order: a slow observer slows the
+// PLEG and no queue grows behind it. It must not call Close.
+type Observation struct {
+	// Kind says which of the fields below are set.
+	Kind ObservationKind
+	// From and To are the modes of an ObservedModeChange.
+	From, To Mode
+	// Err is the cause of an ObservedModeChange or ObservedStreamError.
+	Err error
+	// RetryIn is the reconnect delay of an ObservedStreamError.
+	RetryIn time.Duration
+	// Dropped is the event of an ObservedDrop.
+	Dropped Event
+	// Relist is the result of an ObservedRelist.
+	Relist RelistResult
 }
 
 // RelistKind says what a RelistResult is about.
@@ -52,60 +71,25 @@ type RelistResult struct {
 	Err error
 }
 
-// NopObserver ignores everything.
-type NopObserver struct{}
-
-// ModeChanged does nothing.
-func (NopObserver) ModeChanged(Mode, Mode, error) {}
-
-// EventDropped does nothing.
-func (NopObserver) EventDropped(Event) {}
-
-// Relisted does nothing.
-func (NopObserver) Relisted(RelistResult) {}
-
-// StreamError does nothing.
-func (NopObserver) StreamError(error, time.Duration) {}
-
-var _ Observer = NopObserver{}
-
-// notifier runs observer calls in order on its own goroutine, so the PLEG
-// never calls user code under a lock and never waits for it.
+// notifier holds the observations decided under the PLEG's lock until the
+// goroutine that decided them releases it and calls drain. Every poster
+// drains before going on with its work, so the queue holds at most what
+// the goroutines at work have just decided.
 type notifier struct {
 	mu    sync.Mutex
-	queue []func()
-	wake  chan struct{}
+	queue []Observation
+	call  sync.Mutex // one observer call at a time, in order
 }
 
-func newNotifier() *notifier {
-	return &notifier{wake: make(chan struct{}, 1)}
-}
-
-func (n *notifier) post(f func()) {
+func (n *notifier) post(o Observation) {
 	n.mu.Lock()
-	n.queue = append(n.queue, f)
+	n.queue = append(n.queue, o)
 	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
 }
 
-// run delivers notifications until done is closed, then delivers what is
-// left and returns.
-func (n *notifier) run(done <-chan struct{}) {
-	for {
-		select {
-		case <-n.wake:
-			n.drain()
-		case <-done:
-			n.drain()
-			return
-		}
-	}
-}
-
-func (n *notifier) drain() {
+func (n *notifier) drain(observe func(Observation)) {
+	n.call.Lock()
+	defer n.call.Unlock()
 	for {
 		n.mu.Lock()
 		q := n.queue
@@ -114,8 +98,8 @@ func (n *notifier) drain() {
 		if len(q) == 0 {
 			return
 		}
-		for _, f := range q {
-			f()
+		for _, o := range q {
+			observe(o)
 		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/backoff"
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // Defaults, from the kubelet's constants.
@@ -38,12 +41,10 @@ type config struct {
 	capacity, parallelism               int
 	timeout                             time.Duration
 	reconnectInitial, reconnectMax      time.Duration
-	tombstoneTTL                        time.Duration
 	events, changed                     bool
 	clock                               clock.Clock
 	logger                              *zap.Logger
-	observer                            Observer
-	errs                                []*ConfigError
+	observer                            func(Observation)
 }
 
 // Option configures a PLEG.
@@ -89,21 +90,12 @@ func WithRelistTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
-// WithReconnectBackoff sets the event stream reconnect backoff: the first
-// wait is about initial, each failure doubles it up to max, each wait is
-// jittered to [d/2, d]. It never gives up.
-func WithReconnectBackoff(initial, max time.Duration) Option {
-	return func(c *config) {
-		c.reconnectInitial, c.reconnectMax = initial, max
-		if initial <= 0 || max < initial {
-			c.errs = append(c.errs, &ConfigError{Field: "WithReconnectBackoff", Reason: "need 0 < initial <= max"})
-		}
-	}
-}
-
-// WithTombstoneTTL sets how long removed ids are remembered (default 10 min).
-func WithTombstoneTTL(d time.Duration) Option {
-	return func(c *config) { c.tombstoneTTL = d }
+// WithBackOff sets the event stream reconnect back-off: the first wait is
+// about initial, each failure doubles it up to max, each wait is jittered
+// by ±20%. It never gives up. initial must be positive and max at least
+// initial.
+func WithBackOff(initial, max time.Duration) Option {
+	return func(c *config) { c.reconnectInitial, c.reconnectMax = initial, max }
 }
 
 // WithEventStream enables (default) or disables the runtime event stream.
@@ -130,8 +122,8 @@ func WithLogger(l *zap.Logger) Option {
 }
 
 // WithObserver sets the observer of mode changes, dropped events, relists
-// and stream errors.
-func WithObserver(o Observer) Option {
+// and stream errors (see Observation). A nil func observes nothing.
+func WithObserver(o func(Observation)) Option {
 	return func(c *config) { c.observer = o }
 }
 
@@ -145,48 +137,44 @@ func newConfig(opts []Option) (config, error) {
 		timeout:          DefaultRelistTimeout,
 		reconnectInitial: DefaultReconnectInitial,
 		reconnectMax:     DefaultReconnectMax,
-		tombstoneTTL:     DefaultTombstoneTTL,
 		events:           true,
 		clock:            clock.RealClock{},
 		logger:           zap.NewNop(),
-		observer:         NopObserver{},
 	}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	if len(c.errs) > 0 {
-		return c, c.errs[0]
-	}
 	if c.probe == 0 {
 		c.probe = c.threshold / 3
 	}
 	switch {
 	case c.threshold <= 0:
-		return c, &ConfigError{Field: "WithThreshold", Reason: "must be > 0"}
+		return c, &ConfigError{Option: "WithThreshold", Reason: "must be > 0"}
 	case c.period <= 0 || c.period >= c.threshold:
-		return c, &ConfigError{Field: "WithRelistPeriod", Reason: "must be > 0 and below the threshold"}
+		return c, &ConfigError{Option: "WithRelistPeriod", Reason: "must be > 0 and below the threshold"}
 	case c.safetyNet <= 0:
-		return c, &ConfigError{Field: "WithSafetyNetPeriod", Reason: "must be > 0"}
+		return c, &ConfigError{Option: "WithSafetyNetPeriod", Reason: "must be > 0"}
 	case c.probe <= 0 || c.probe >= c.threshold:
-		return c, &ConfigError{Field: "WithProbePeriod", Reason: "must be > 0 and below the threshold"}
+		return c, &ConfigError{Option: "WithProbePeriod", Reason: "must be > 0 and below the threshold"}
 	case c.capacity < 0:
-		return c, &ConfigError{Field: "WithChannelCapacity", Reason: "must be >= 0"}
+		return c, &ConfigError{Option: "WithChannelCapacity", Reason: "must be >= 0"}
 	case c.parallelism <= 0:
-		return c, &ConfigError{Field: "WithInspectParallelism", Reason: "must be > 0"}
+		return c, &ConfigError{Option: "WithInspectParallelism", Reason: "must be > 0"}
 	case c.timeout <= 0:
-		return c, &ConfigError{Field: "WithRelistTimeout", Reason: "must be > 0"}
-	case c.tombstoneTTL <= 0:
-		return c, &ConfigError{Field: "WithTombstoneTTL", Reason: "must be > 0"}
-	case c.clock == nil:
-		return c, &ConfigError{Field: "WithClock", Reason: "nil clock"}
+		return c, &ConfigError{Option: "WithRelistTimeout", Reason: "must be > 0"}
+	case typednil.Is(c.clock):
+		return c, &ConfigError{Option: "WithClock", Reason: "must not be nil"}
+	}
+	if err := (backoff.Policy{Initial: c.reconnectInitial, Max: c.reconnectMax}).Validate(); err != nil {
+		return c, &ConfigError{Option: "WithBackOff", Reason: err.Error()}
 	}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
 	if c.observer == nil {
-		c.observer = NopObserver{}
+		c.observer = func(Observation) {}
 	}
 	return c, nil
 }

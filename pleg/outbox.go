@@ -67,6 +67,11 @@ func (p *PLEG) publishLocked(evs []Event) {
 // so it may call RequestRelist, Healthy, Stats or Mode; flushMu is never
 // taken while p.mu is held.
 func (p *PLEG) flush() {
+	p.flushOutbox()
+	p.observe()
+}
+
+func (p *PLEG) flushOutbox() {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
 	var items []outboxItem
@@ -106,6 +111,7 @@ func (p *PLEG) deliverLocked(evs []Event) {
 		if ev.Type == ContainerChanged && !p.cfg.changed {
 			continue
 		}
+		p.fanOutLocked(ev)
 		select {
 		case p.ch <- ev:
 			p.stats.Delivered++
@@ -114,8 +120,7 @@ func (p *PLEG) deliverLocked(evs []Event) {
 			p.dirty.add(ev.ID)
 			signal(p.wakeResync)
 			dropped := ev
-			obs := p.cfg.observer
-			p.notes.post(func() { obs.EventDropped(dropped) })
+			p.notes.post(Observation{Kind: ObservedDrop, Dropped: dropped})
 			p.log.Warn("pleg event channel full; pod owed a PodSync", zap.String("pod", string(ev.ID)), zap.String("type", string(ev.Type)), zap.String("id", ev.Data))
 		}
 	}

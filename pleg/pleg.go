@@ -2,13 +2,16 @@ package pleg
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/backoff"
+	"github.com/syncpod/syncpod/internal/eventstream"
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // PLEG is a pod lifecycle event generator: it watches a CRI runtime, keeps a
@@ -46,6 +49,7 @@ type PLEG struct {
 	relistErr  error
 	streamErr  error
 	stats      Stats
+	subs       map[*Subscription]struct{}
 	started    bool
 	stopped    bool
 	closed     bool
@@ -53,9 +57,8 @@ type PLEG struct {
 	wakeRelist, wakePods, wakeResync chan struct{}
 	cancel                           context.CancelFunc
 	wg                               sync.WaitGroup
-	notesDone                        chan struct{}
-	notesWG                          sync.WaitGroup
-	stopOnce                         sync.Once
+	stream                           *eventstream.Reader
+	closeOnce                        sync.Once
 }
 
 // Stats are the PLEG's counters since New.
@@ -85,67 +88,76 @@ type Stats struct {
 
 // New returns a PLEG over rt that writes cache. It does nothing until Start.
 func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
-	if rt == nil {
-		return nil, &ConfigError{Field: "runtime", Reason: "nil Runtime"}
+	if typednil.Is(rt) {
+		return nil, &ConfigError{Option: "rt", Reason: "must not be nil"}
 	}
-	if cache == nil {
-		return nil, &ConfigError{Field: "cache", Reason: "nil Cache"}
+	if typednil.Is(cache) {
+		return nil, &ConfigError{Option: "cache", Reason: "must not be nil"}
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	return &PLEG{
-		rt:         rt,
+		rt:         guarded{rt},
 		cache:      cache,
 		cfg:        cfg,
 		log:        cfg.logger,
 		clock:      cfg.clock,
 		ch:         make(chan Event, cfg.capacity),
-		notes:      newNotifier(),
+		notes:      &notifier{},
 		pods:       map[types.UID]*podRecord{},
 		owner:      map[string]types.UID{},
 		tombstones: map[string]time.Time{},
 		reinspect:  map[types.UID]struct{}{},
 		pending:    map[types.UID]struct{}{},
+		subs:       map[*Subscription]struct{}{},
 		dirty:      newDirtyQueue(),
 		wakeRelist: make(chan struct{}, 1),
 		wakePods:   make(chan struct{}, 1),
 		wakeResync: make(chan struct{}, 1),
-		notesDone:  make(chan struct{}),
 	}, nil
 }
 
 // Watch returns the channel events are delivered on (always the same one).
-// It is closed by Stop.
+// It is closed by Close.
 func (p *PLEG) Watch() <-chan Event { return p.ch }
 
 // Start starts relisting (at once, then periodically) and, if enabled,
-// watching the event stream. The PLEG runs until Stop or until ctx ends. A
-// nil ctx gives a *ConfigError wrapping ErrNilContext and starts nothing.
+// watching the event stream. The PLEG runs until Close or until ctx ends.
+// A nil ctx gives an *ArgError and starts nothing.
 func (p *PLEG) Start(ctx context.Context) error {
 	if ctx == nil {
-		return &ConfigError{Field: "ctx", Reason: "nil Context", Err: ErrNilContext}
+		return &ArgError{Method: "Start", Arg: "ctx", Reason: "must not be nil"}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.stopped:
-		return ErrStopped
+		return ErrClosed
 	case p.started:
 		return ErrAlreadyStarted
 	}
 	p.started = true
 	ctx, p.cancel = context.WithCancel(ctx)
-	p.notesWG.Add(1)
-	go func() {
-		defer p.notesWG.Done()
-		p.notes.run(p.notesDone)
-	}()
-	loops := []func(context.Context){p.relistLoop, p.podRelistLoop, p.resyncLoop}
 	if p.cfg.events {
-		loops = append(loops, p.streamLoop)
+		stream, err := eventstream.Start(ctx, eventstream.Config{
+			Source:    p.rt,
+			Clock:     p.clock,
+			BackOff:   backoff.Policy{Initial: p.cfg.reconnectInitial, Max: p.cfg.reconnectMax},
+			Jitter:    0.2,
+			Buffer:    128,
+			OnConnect: p.streamConnected,
+			OnEvent:   p.handleEvent,
+			OnEnd:     p.streamDown,
+		})
+		if err != nil { // the config was validated by New
+			p.cancel()
+			return err
+		}
+		p.stream = stream
 	}
+	loops := []func(context.Context){p.relistLoop, p.podRelistLoop, p.resyncLoop}
 	for _, loop := range loops {
 		p.wg.Add(1)
 		go func() {
@@ -156,27 +168,37 @@ func (p *PLEG) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops every goroutine, waits for them, delivers pending observer
-// notifications and closes the Watch channel. It is idempotent.
-func (p *PLEG) Stop() {
-	p.stopOnce.Do(func() {
+// Close stops every goroutine, waits for them, delivers pending
+// observations and closes the Watch channel. It is idempotent and returns
+// nil. It must not be called from the Cache or the observer, which run on
+// the goroutines it waits for.
+func (p *PLEG) Close() error {
+	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.stopped = true
-		cancel := p.cancel
+		cancel, stream := p.cancel, p.stream
 		p.mu.Unlock()
 		if cancel != nil {
 			cancel()
 		}
+		if stream != nil {
+			_ = stream.Close()
+		}
 		p.wg.Wait()
-		close(p.notesDone)
-		p.notesWG.Wait()
-		p.notes.drain() // never started: deliver here
+		p.observe()
 		p.mu.Lock()
 		p.closed = true
+		for s := range p.subs {
+			p.endLocked(s, ErrClosed)
+		}
 		close(p.ch)
 		p.mu.Unlock()
 	})
+	return nil
 }
+
+// observe hands the observations decided so far to the observer.
+func (p *PLEG) observe() { p.notes.drain(p.cfg.observer) }
 
 // Mode returns the current mode.
 func (p *PLEG) Mode() Mode {
@@ -199,12 +221,12 @@ func (p *PLEG) Stats() Stats {
 // with the cache's GetNewerThan(uid, timeOfAction) (see the package doc).
 func (p *PLEG) RequestRelist(uid types.UID) error {
 	if uid == "" {
-		return &ConfigError{Field: "uid", Reason: "empty pod UID"}
+		return &ArgError{Method: "RequestRelist", Arg: "uid", Reason: "must not be empty"}
 	}
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		return ErrStopped
+		return ErrClosed
 	}
 	p.pending[uid] = struct{}{}
 	p.mu.Unlock()
@@ -215,12 +237,12 @@ func (p *PLEG) RequestRelist(uid types.UID) error {
 // Healthy reports whether the runtime answered within the threshold: a
 // relist, a pod relist or a probe succeeded, the event stream connected or
 // delivered an event. Only answers from the runtime count; the cache never
-// does. The error is a *HealthError (or ErrStopped).
+// does. The error is a *HealthError (or ErrClosed).
 func (p *PLEG) Healthy() (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
-		return false, ErrStopped
+		return false, ErrClosed
 	}
 	he := &HealthError{
 		Mode:        p.mode,
@@ -382,8 +404,7 @@ func (p *PLEG) setModeLocked(to Mode, cause error) {
 	}
 	p.mode = to
 	p.log.Info("pleg mode changed", zap.Stringer("from", from), zap.Stringer("to", to), zap.Error(cause))
-	obs := p.cfg.observer
-	p.notes.post(func() { obs.ModeChanged(from, to, cause) })
+	p.notes.post(Observation{Kind: ObservedModeChange, From: from, To: to, Err: cause})
 	signal(p.wakeRelist)
 }
 
@@ -395,13 +416,8 @@ func (p *PLEG) requestReconcileLocked() {
 func (p *PLEG) gcTombstonesLocked() {
 	now := p.clock.Now()
 	for id, t := range p.tombstones {
-		if now.Sub(t) > p.cfg.tombstoneTTL {
+		if now.Sub(t) > DefaultTombstoneTTL {
 			delete(p.tombstones, id)
 		}
 	}
 }
-
-var (
-	errStreamEnded         = errors.New("event stream ended")
-	errEventsChannelClosed = errors.New("event stream ended: the runtime closed the events channel")
-)

@@ -36,8 +36,8 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	}
 	cache := newFakeCache()
 	obs := &modeObserver{modes: make(chan Mode, 100)}
-	p, err := New(c, cache, WithRelistPeriod(200*time.Millisecond), WithObserver(obs),
-		WithReconnectBackoff(50*time.Millisecond, 500*time.Millisecond))
+	p, err := New(c, cache, WithRelistPeriod(200*time.Millisecond), WithObserver(obs.observe),
+		WithBackOff(50*time.Millisecond, 500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { p.Stop(); <-col.done }()
+	defer func() { p.Close(); <-col.done }()
 	waitMode(t, obs, ModeEvented)
 
 	const uid = types.UID("uid-web")
@@ -132,7 +132,7 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	if err := p.relist(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p.Stop()
+	p.Close()
 	<-col.done
 	got := col.snapshot()
 	for _, id := range []string{short, long, late} {

@@ -327,8 +327,8 @@ func (p *PLEG) relist(ctx context.Context) error {
 }
 
 func (p *PLEG) notify(r RelistResult) {
-	obs := p.cfg.observer
-	p.notes.post(func() { obs.Relisted(r) })
+	p.notes.post(Observation{Kind: ObservedRelist, Relist: r})
+	p.observe()
 }
 
 func (p *PLEG) relistFailed(kind RelistKind, start time.Time, err error) error {
@@ -562,6 +562,7 @@ func (p *PLEG) relistLoop(ctx context.Context) {
 					p.setModeLocked(ModeEvented, nil)
 				}
 				p.mu.Unlock()
+				p.observe()
 			} else {
 				failedWant = want
 			}

@@ -44,15 +44,18 @@ func TestRelistChangedEventsOnlyWhenAsked(t *testing.T) {
 
 // relistObserver reports finished relists.
 type relistObserver struct {
-	NopObserver
 	done chan RelistResult
 }
 
-func (o *relistObserver) Relisted(r RelistResult) { o.done <- r }
+func (o *relistObserver) observe(ob Observation) {
+	if ob.Kind == ObservedRelist {
+		o.done <- ob.Relist
+	}
+}
 
 func TestEventChannelFullDropsAndResyncs(t *testing.T) {
 	obs := &relistObserver{done: make(chan RelistResult, 10)}
-	f := newFixture(t, WithChannelCapacity(4), WithObserver(obs))
+	f := newFixture(t, WithChannelCapacity(4), WithObserver(obs.observe))
 	f.setContainers(
 		fc{"a", "c1", running}, fc{"a", "c2", running}, fc{"a", "c3", running}, fc{"a", "c4", running},
 		fc{"b", "c5", running},
@@ -232,7 +235,7 @@ func TestRelistTimestampTakenBeforeListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	h.setHook("ListContainers", func() { f.clock.Step(5 * time.Second) })
 	f.setContainers(fc{"a", "c1", running})
 	if err := p.relist(context.Background()); err != nil {
@@ -268,7 +271,7 @@ func TestRelistDoesNotRemoveWhatItCouldNotHaveSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	f.setSandboxes(fsb{"a", "s1", ready})
 	if err := p.relist(context.Background()); err != nil {
 		t.Fatal(err)
@@ -339,7 +342,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		"probe":     {WithProbePeriod(time.Hour)},
 		"capacity":  {WithChannelCapacity(-1)},
 		"parallel":  {WithInspectParallelism(0)},
-		"backoff":   {WithReconnectBackoff(time.Second, time.Millisecond)},
+		"backoff":   {WithBackOff(time.Second, time.Millisecond)},
 		"clock":     {WithClock(nil)},
 	}
 	for name, opts := range cases {
@@ -364,21 +367,21 @@ func TestStartStopLifecycle(t *testing.T) {
 	if err := f.p.Start(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
 		t.Errorf("second Start: %v", err)
 	}
-	f.p.Stop()
-	f.p.Stop()
+	f.p.Close()
+	f.p.Close()
 	if _, ok := <-f.p.Watch(); ok {
 		// drain: the first relist may have produced nothing; channel must be closed
 		for range f.p.Watch() {
 		}
 	}
-	if err := f.p.Start(context.Background()); !errors.Is(err, ErrStopped) {
-		t.Errorf("Start after Stop: %v", err)
+	if err := f.p.Start(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close: %v", err)
 	}
-	if err := f.p.RequestRelist("a"); !errors.Is(err, ErrStopped) {
-		t.Errorf("RequestRelist after Stop: %v", err)
+	if err := f.p.RequestRelist("a"); !errors.Is(err, ErrClosed) {
+		t.Errorf("RequestRelist after Close: %v", err)
 	}
-	if ok, err := f.p.Healthy(); ok || !errors.Is(err, ErrStopped) {
-		t.Errorf("Healthy after Stop: %v %v", ok, err)
+	if ok, err := f.p.Healthy(); ok || !errors.Is(err, ErrClosed) {
+		t.Errorf("Healthy after Close: %v %v", ok, err)
 	}
 }
 
@@ -402,9 +405,9 @@ func TestStartRejectsNilContext(t *testing.T) {
 	f := newFixture(t)
 	var nilCtx context.Context
 	err := f.p.Start(nilCtx)
-	var ce *ConfigError
-	if !errors.Is(err, ErrNilContext) || !errors.As(err, &ce) || ce.Field != "ctx" {
-		t.Fatalf("Start(nil) = %v, want a *ConfigError wrapping ErrNilContext", err)
+	var ae *ArgError
+	if !errors.As(err, &ae) || ae.Method != "Start" || ae.Arg != "ctx" {
+		t.Fatalf("Start(nil) = %v, want an *ArgError for ctx", err)
 	}
 	// Nothing was started: a proper Start still works.
 	if err := f.p.Start(context.Background()); err != nil {

@@ -143,7 +143,7 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 	cache := newFakeCache()
 	p, err := New(c, cache,
 		WithRelistPeriod(50*time.Millisecond), WithSafetyNetPeriod(250*time.Millisecond),
-		WithProbePeriod(100*time.Millisecond), WithReconnectBackoff(5*time.Millisecond, 40*time.Millisecond))
+		WithProbePeriod(100*time.Millisecond), WithBackOff(5*time.Millisecond, 40*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { p.Stop(); <-col.done }()
+	defer func() { p.Close(); <-col.done }()
 	waitFor(t, "evented mode", func() bool { return p.Mode() == ModeEvented })
 
 	pods := makePods(t, c, 10, 3)
@@ -219,7 +219,7 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiesce(t, p)
-	p.Stop()
+	p.Close()
 	<-col.done
 	got := col.snapshot()
 	for _, id := range exitedIDs {
@@ -266,14 +266,14 @@ func TestSimStallUnhealthyThenHealthy(t *testing.T) {
 	p, err := New(c, newFakeCache(),
 		WithThreshold(400*time.Millisecond), WithRelistPeriod(50*time.Millisecond),
 		WithProbePeriod(50*time.Millisecond), WithSafetyNetPeriod(200*time.Millisecond),
-		WithRelistTimeout(5*time.Second), WithReconnectBackoff(5*time.Millisecond, 40*time.Millisecond))
+		WithRelistTimeout(5*time.Second), WithBackOff(5*time.Millisecond, 40*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	makePods(t, c, 2, 1)
 	waitFor(t, "healthy", func() bool { ok, _ := p.Healthy(); return ok })
 	rt.Stall(3 * time.Second)

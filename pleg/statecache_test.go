@@ -26,7 +26,7 @@ func TestRequestRelistAnswersGetNewerThan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop()
+	defer p.Close()
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 //	c, _ := criclient.Dial(ctx, "unix:///run/containerd/containerd.sock")
 //	v, err := runtimeview.New(c, runtimeview.WithRelistPeriod(time.Second),
 //		runtimeview.WithMaxStaleness(10*time.Second))
-//	if err != nil { ... } // *ConfigError: nil source or an invalid option
+//	if err != nil { ... } // *ConfigError: nil or typed-nil source, or an invalid option
 //	defer v.Close()
 //
 //	id, err := c.RunPodSandbox(ctx, cfg, "")
@@ -62,7 +62,7 @@
 //   - Close ends everything and waits for every goroutine.
 //   - Bad input is an error, never a panic: New rejects a nil Source or an
 //     invalid option value with *ConfigError before starting anything;
-//     reads and Subscribe reject a nil context with ErrNilContext. A read
+//     reads and Subscribe reject a nil context with an *ArgError. A read
 //     or Subscribe whose context ends returns an error for which
 //     errors.Is(err, ctx.Err()) holds and whose gRPC code is Canceled or
 //     DeadlineExceeded, as a gRPC server would report it.

@@ -25,31 +25,46 @@ var (
 	// stream breaks (the runtime restarted or stopped answering): events of
 	// the gap are unknown, so subscribers must resubscribe and relist.
 	ErrUpstreamLost = errors.New("runtimeview: runtime event stream lost")
-
-	// ErrNilContext is returned by reads and Subscribe given a nil
-	// context, which cannot bound how long they wait.
-	ErrNilContext = errors.New("runtimeview: nil context")
 )
 
 var (
 	_ error = (*StaleError)(nil)
 	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
 	_ error = (*contextError)(nil)
 )
 
 // ConfigError is returned by New for a nil Source or an option given an
 // invalid value. Nothing was started.
 type ConfigError struct {
-	// Option names what was rejected: "Source", the option's function
-	// ("WithRelistPeriod"), or "opts[i]" for a nil Option.
+	// Option names the parameter or option ("src", "WithRelistPeriod").
 	Option string
+	// Reason says what is wrong with its value.
+	Reason string
+}
+
+// Error returns "runtimeview: Option: Reason".
+func (e *ConfigError) Error() string {
+	return "runtimeview: " + e.Option + ": " + e.Reason
+}
+
+// ArgError is a bad argument to a method, such as a nil context.
+type ArgError struct {
+	// Method is the method called.
+	Method string
+	// Arg names the argument.
+	Arg string
 	// Reason says what is wrong with it.
 	Reason string
 }
 
-// Error implements error.
-func (e *ConfigError) Error() string {
-	return "runtimeview: New: " + e.Option + ": " + e.Reason
+// Error returns "runtimeview: Method: Arg Reason".
+func (e *ArgError) Error() string {
+	return "runtimeview: " + e.Method + ": " + e.Arg + " " + e.Reason
+}
+
+func nilCtx(method string) *ArgError {
+	return &ArgError{Method: method, Arg: "ctx", Reason: "must not be nil"}
 }
 
 // StaleError is returned by reads (and Health) when the view cannot prove

@@ -3,7 +3,6 @@ package runtimeview
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,12 +33,13 @@ func (s *Subscription) Err() error {
 }
 
 // Close ends the subscription. Idempotent.
-func (s *Subscription) Close() {
+func (s *Subscription) Close() error {
 	s.v.mu.Lock()
 	defer s.v.mu.Unlock()
 	if _, ok := s.v.subs[s]; ok {
 		s.v.endLocked(s, nil)
 	}
+	return nil
 }
 
 // Subscribe returns a subscription with a buffer of buffer events
@@ -48,10 +48,10 @@ func (s *Subscription) Close() {
 // after Subscribe returns is delivered or the subscription ends with an
 // error: there are no silent gaps. When ctx ends first, the error unwraps
 // to ctx.Err() and has the gRPC code Canceled or DeadlineExceeded; a nil
-// ctx gives ErrNilContext, a closed view ErrClosed.
+// ctx gives an *ArgError, a closed view ErrClosed.
 func (v *View) Subscribe(ctx context.Context, buffer int) (*Subscription, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("runtimeview: Subscribe: %w", ErrNilContext)
+		return nil, nilCtx("Subscribe")
 	}
 	if buffer <= 0 {
 		buffer = DefaultBuffer
@@ -86,59 +86,31 @@ func (v *View) endLocked(s *Subscription, err error) {
 	close(s.ch)
 }
 
-// eventLoop holds the one upstream subscription, re-opening it with
-// back-off (100ms doubling to 5s) when it breaks.
-func (v *View) eventLoop() {
-	defer v.wg.Done()
-	backoff := 100 * time.Millisecond
-	for {
-		ch := make(chan *runtimeapi.ContainerEventResponse, 128)
-		drained := make(chan struct{})
-		go func() {
-			defer close(drained)
-			for ev := range ch {
-				v.apply(ev)
-			}
-		}()
-		var opened atomic.Bool
-		err := v.src.GetContainerEvents(v.life, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
-			opened.Store(true)
-			v.mu.Lock()
-			v.upstreamOpen = true
-			v.broadcastLocked()
-			v.mu.Unlock()
-			// Events before the stream opened are unknown: relist.
-			v.requestRelist()
-		})
-		close(ch)
-		<-drained
-		v.mu.Lock()
-		v.upstreamOpen = false
-		if v.life.Err() != nil {
-			v.mu.Unlock()
-			return
-		}
-		v.stats.StreamBreaks++
-		for s := range v.subs {
-			v.endLocked(s, fmt.Errorf("%w: %v", ErrUpstreamLost, err))
-		}
-		v.broadcastLocked()
-		v.mu.Unlock()
-		v.log.Debug("runtime event stream ended", zap.Error(err))
-		v.requestRelist()
-		if opened.Load() {
-			backoff = 100 * time.Millisecond
-		}
-		select {
-		case <-v.life.Done():
-			return
-		case <-v.cfg.clock.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+// streamOpened makes Subscribe work again and relists: events of the time
+// no stream was open are unknown.
+func (v *View) streamOpened() {
+	v.mu.Lock()
+	v.upstreamOpen = true
+	v.broadcastLocked()
+	v.mu.Unlock()
+	v.requestRelist()
 }
 
-// apply folds one event into the view, then hands it to every subscriber.
+// streamEnded ends every subscription (they would have a gap) and relists
+// while the stream reconnects.
+func (v *View) streamEnded(err error, retryIn time.Duration) {
+	v.mu.Lock()
+	v.upstreamOpen = false
+	v.stats.StreamBreaks++
+	for s := range v.subs {
+		v.endLocked(s, fmt.Errorf("%w: %v", ErrUpstreamLost, err))
+	}
+	v.broadcastLocked()
+	v.mu.Unlock()
+	v.log.Debug("runtime event stream ended", zap.Error(err), zap.Duration("retryIn", retryIn))
+	v.requestRelist()
+}
+
 func (v *View) apply(ev *runtimeapi.ContainerEventResponse) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }()
 	sub, err := v.Subscribe(ctx, 10)
 	if err != nil {
 		log.Fatal(err)

@@ -2,16 +2,17 @@ package runtimeview
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
-// Option configures a View at New. An option given an invalid value makes
-// New fail with a *ConfigError.
-type Option func(*config) error
+// Option configures a View at New. Options apply in order, a nil Option is
+// ignored, and New refuses an invalid value with a *ConfigError.
+type Option func(*config)
 
 type config struct {
 	relistPeriod  time.Duration
@@ -46,13 +47,7 @@ func defaultConfig() config {
 // WithRelistPeriod sets how often the runtime is relisted (default
 // DefaultRelistPeriod). It must be positive.
 func WithRelistPeriod(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return positiveError("WithRelistPeriod", d)
-		}
-		c.relistPeriod = d
-		return nil
-	}
+	return func(c *config) { c.relistPeriod = d }
 }
 
 // WithMaxStaleness sets the staleness bound (default DefaultMaxStaleness):
@@ -60,65 +55,46 @@ func WithRelistPeriod(d time.Duration) Option {
 // started longer ago. It should be several relist periods plus the
 // runtime's worst List latency. It must be positive.
 func WithMaxStaleness(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return positiveError("WithMaxStaleness", d)
-		}
-		c.maxStaleness = d
-		return nil
-	}
+	return func(c *config) { c.maxStaleness = d }
 }
 
 // WithStatusTimeout bounds each status call made to confirm a mutation
 // (default 30s). It must be positive.
 func WithStatusTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return positiveError("WithStatusTimeout", d)
-		}
-		c.statusTimeout = d
-		return nil
-	}
+	return func(c *config) { c.statusTimeout = d }
 }
 
 // WithClock sets the clock for relist ticks, ages and back-off (default the
 // real clock). Tests pass k8s.io/utils/clock/testing's fake clock. It must
 // not be nil.
 func WithClock(clk clock.WithTicker) Option {
-	return func(c *config) error {
-		if isNil(clk) {
-			return &ConfigError{Option: "WithClock", Reason: "clock is nil"}
-		}
-		c.clock = clk
-		return nil
-	}
+	return func(c *config) { c.clock = clk }
 }
 
 // WithLogger sets the logger (default zap.NewNop()). It must not be nil.
 func WithLogger(l *zap.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return &ConfigError{Option: "WithLogger", Reason: "logger is nil"}
+	return func(c *config) { c.logger = l }
+}
+
+// validate says which setting of c cannot be used.
+func (c *config) validate() *ConfigError {
+	for _, d := range []struct {
+		option string
+		d      time.Duration
+	}{
+		{"WithRelistPeriod", c.relistPeriod},
+		{"WithMaxStaleness", c.maxStaleness},
+		{"WithStatusTimeout", c.statusTimeout},
+	} {
+		if d.d <= 0 {
+			return &ConfigError{Option: d.option, Reason: fmt.Sprintf("%v is not positive", d.d)}
 		}
-		c.logger = l
-		return nil
 	}
-}
-
-func positiveError(option string, d time.Duration) *ConfigError {
-	return &ConfigError{Option: option, Reason: fmt.Sprintf("duration %v is not positive", d)}
-}
-
-// isNil reports whether x is nil or an interface holding a nil pointer,
-// map, channel or func, whose methods would panic in the view's goroutines,
-// where the caller could not recover.
-func isNil(x any) bool {
-	if x == nil {
-		return true
+	switch {
+	case typednil.Is(c.clock):
+		return &ConfigError{Option: "WithClock", Reason: "must not be nil"}
+	case c.logger == nil:
+		return &ConfigError{Option: "WithLogger", Reason: "must not be nil"}
 	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Slice, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
+	return nil
 }

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/syncpod/syncpod/internal/backoff"
 	"github.com/syncpod/syncpod/internal/crifilter"
+	"github.com/syncpod/syncpod/internal/eventstream"
+	"github.com/syncpod/syncpod/internal/typednil"
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -34,6 +37,7 @@ type View struct {
 	life   context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	stream *eventstream.Reader
 	relist chan struct{} // a relist is wanted now
 	// confirmSlots bounds the status calls confirming mutations.
 	confirmSlots chan struct{}
@@ -102,20 +106,20 @@ type Stats struct {
 // both. A nil src, a nil Option or an option given an invalid value makes
 // it fail with a *ConfigError, before anything starts.
 func New(src Source, opts ...Option) (*View, error) {
-	if isNil(src) {
-		return nil, &ConfigError{Option: "Source", Reason: "source is nil"}
+	if typednil.Is(src) {
+		return nil, &ConfigError{Option: "src", Reason: "must not be nil"}
 	}
 	cfg := defaultConfig()
-	for i, o := range opts {
-		if o == nil {
-			return nil, &ConfigError{Option: fmt.Sprintf("opts[%d]", i), Reason: "option is nil"}
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
 		}
 	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	v := &View{
-		src:          src,
+		src:          guarded{src},
 		cfg:          cfg,
 		log:          cfg.logger,
 		relist:       make(chan struct{}, 1),
@@ -129,15 +133,30 @@ func New(src Source, opts ...Option) (*View, error) {
 		subs:         map[*Subscription]struct{}{},
 	}
 	v.life, v.cancel = context.WithCancel(context.Background())
-	v.wg.Add(2)
+	stream, err := eventstream.Start(v.life, eventstream.Config{
+		Source:    v.src,
+		Clock:     cfg.clock,
+		BackOff:   backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		Jitter:    0.2,
+		Buffer:    128,
+		OnConnect: v.streamOpened,
+		OnEvent:   v.apply,
+		OnEnd:     v.streamEnded,
+	})
+	if err != nil {
+		v.cancel()
+		return nil, &ConfigError{Option: "src", Reason: err.Error()}
+	}
+	v.stream = stream
+	v.wg.Add(1)
 	go v.relistLoop()
-	go v.eventLoop()
 	return v, nil
 }
 
 // Close stops the relists and the event stream, ends every subscription
-// with ErrClosed and waits for the view's goroutines. Idempotent.
-func (v *View) Close() {
+// with ErrClosed and waits for the view's goroutines. It is idempotent and
+// returns nil.
+func (v *View) Close() error {
 	v.mu.Lock()
 	if !v.closed {
 		v.closed = true
@@ -147,7 +166,9 @@ func (v *View) Close() {
 	}
 	v.mu.Unlock()
 	v.cancel()
+	err := v.stream.Close()
 	v.wg.Wait()
+	return err
 }
 
 // Stats returns a copy of the view's counters.
@@ -185,7 +206,7 @@ func (v *View) freshLocked(now time.Time) error {
 // containerd applies it. See the package documentation for what the answer
 // is guaranteed to contain. The items are shared: do not modify them.
 //
-// It fails with ErrClosed after Close, ErrNilContext for a nil ctx, a
+// It fails with ErrClosed after Close, an *ArgError for a nil ctx, a
 // *StaleError (codes.Unavailable) when the data is too old, and, when ctx
 // ends while it waits, an error that unwraps to ctx.Err() with the gRPC
 // code Canceled or DeadlineExceeded.
@@ -242,7 +263,7 @@ func (v *View) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 // the call began to be confirmed, then checks the staleness bound.
 func (v *View) ready(ctx context.Context, method string) error {
 	if ctx == nil {
-		return fmt.Errorf("runtimeview: %s: %w", method, ErrNilContext)
+		return nilCtx(method)
 	}
 	v.mu.Lock()
 	begun := v.ticks

@@ -33,7 +33,7 @@ func setup(t *testing.T, simOpts []crisim.Option, opts ...runtimeview.Option) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(v.Close)
+	t.Cleanup(func() { _ = v.Close() })
 	// Act only once the view's stream is registered at the runtime and
 	// the relist that follows its opening is done: the CRI gives a
 	// subscriber no signal that its stream is live.

@@ -33,12 +33,20 @@ type eventedLifecycle struct {
 }
 
 type plegObserver struct {
-	pleg.NopObserver
 	l *eventedLifecycle
 	m *metrics
 }
 
-func (o plegObserver) Relisted(r pleg.RelistResult) {
+func (o plegObserver) observe(ob pleg.Observation) {
+	switch ob.Kind {
+	case pleg.ObservedRelist:
+		o.relisted(ob.Relist)
+	case pleg.ObservedModeChange:
+		o.modeChanged(ob.From, ob.To, ob.Err)
+	}
+}
+
+func (o plegObserver) relisted(r pleg.RelistResult) {
 	o.m.relist.Observe(r.Duration.Seconds())
 	o.l.mu.Lock()
 	if r.Duration > o.l.maxRelist {
@@ -47,7 +55,7 @@ func (o plegObserver) Relisted(r pleg.RelistResult) {
 	o.l.mu.Unlock()
 }
 
-func (o plegObserver) ModeChanged(from, to pleg.Mode, cause error) {
+func (o plegObserver) modeChanged(from, to pleg.Mode, cause error) {
 	o.l.log.Info("PLEG mode changed", zap.Stringer("from", from), zap.Stringer("to", to), zap.Error(cause))
 }
 
@@ -68,8 +76,8 @@ func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 		pleg.WithRelistPeriod(cfg.scaled(RelistPeriod)),
 		pleg.WithSafetyNetPeriod(safety),
 		pleg.WithThreshold(threshold),
-		pleg.WithReconnectBackoff(cfg.scaled(250*time.Millisecond), cfg.scaled(5*time.Second)),
-		pleg.WithObserver(plegObserver{l: l, m: a.metrics}),
+		pleg.WithBackOff(cfg.scaled(250*time.Millisecond), cfg.scaled(5*time.Second)),
+		pleg.WithObserver(plegObserver{l: l, m: a.metrics}.observe),
 	)
 	if err != nil {
 		return nil, err
@@ -83,7 +91,7 @@ func (l *eventedLifecycle) run(ctx context.Context) {
 		l.log.Error("start PLEG", zap.Error(err))
 		return
 	}
-	defer l.p.Stop()
+	defer func() { _ = l.p.Close() }()
 	for {
 		select {
 		case <-ctx.Done():

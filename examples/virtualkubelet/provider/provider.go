@@ -98,7 +98,7 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.pleg.Start(p.ctx); err != nil {
 		p.cancel()
-		p.pleg.Stop()
+		_ = p.pleg.Close()
 		return nil, fmt.Errorf("provider.New: start PLEG: %w", err)
 	}
 	// No WithNotify: workers wait for pulls (Wait) inside their start
@@ -128,7 +128,7 @@ func (p *Provider) Close() error {
 		p.cancel()
 		p.wg.Wait() // workers see p.ctx done
 		p.pulls.Close()
-		p.pleg.Stop() // closes Watch: the dispatcher ends
+		_ = p.pleg.Close() // closes Watch: the dispatcher ends
 		<-p.dispatchEnd
 		p.notifier.close()
 	})

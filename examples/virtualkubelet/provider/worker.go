@@ -203,7 +203,7 @@ func (w *podWorker) markAction() {
 // relist asks the PLEG to look at the pod now rather than at its next
 // relist or event.
 func (w *podWorker) relist() {
-	if err := w.p.pleg.RequestRelist(w.uid); err != nil && !errors.Is(err, pleg.ErrStopped) {
+	if err := w.p.pleg.RequestRelist(w.uid); err != nil && !errors.Is(err, pleg.ErrClosed) {
 		w.p.cfg.logger.Debug("request relist", zap.String("pod", w.key), zap.Error(err))
 	}
 }
