@@ -182,7 +182,7 @@ func TestREADMESketch(t *testing.T) {
 	}
 	defer func() {
 		_ = n.pulls.Close()
-		n.gen.Stop()
+		_ = n.gen.Close()
 		_ = n.rt.Close()
 	}()
 

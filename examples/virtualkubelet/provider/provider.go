@@ -108,7 +108,7 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	pulls, err := asyncpull.New(images, append([]asyncpull.Option{asyncpull.WithLogger(cfg.logger)}, cfg.pullOpts...)...)
 	if err != nil {
 		p.cancel()
-		p.pleg.Stop()
+		_ = p.pleg.Close()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.pulls = pulls
