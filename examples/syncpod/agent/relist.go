@@ -211,9 +211,3 @@ func (r *relister) maxRelist() time.Duration {
 	defer r.mu.Unlock()
 	return r.maxDuration
 }
-
-func (r *relister) entries() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.old)
-}
