@@ -74,6 +74,16 @@ func (b *Keyed[K]) Until(key K) (time.Time, bool) {
 	return e.until, true
 }
 
+// Delay returns key's current delay (what the next try waits after its
+// failure), and whether key has one.
+func (b *Keyed[K]) Delay(key K) (time.Duration, bool) {
+	e := b.entries[key]
+	if e == nil {
+		return 0, false
+	}
+	return e.delay, true
+}
+
 // Blocked reports whether key is backing off at now.
 func (b *Keyed[K]) Blocked(key K, now time.Time) bool {
 	e := b.entries[key]
@@ -89,6 +99,15 @@ func (b *Keyed[K]) Reset(key K) { delete(b.entries, key) }
 func (b *Keyed[K]) Forget(now time.Time) {
 	for k, e := range b.entries {
 		if now.Sub(e.last) > 2*b.p.Max {
+			delete(b.entries, k)
+		}
+	}
+}
+
+// Drop forgets the keys for which match reports true (a deleted pod's).
+func (b *Keyed[K]) Drop(match func(K) bool) {
+	for k := range b.entries {
+		if match(k) {
 			delete(b.entries, k)
 		}
 	}

@@ -67,3 +67,21 @@ func TestSequenceJitterStaysInBounds(t *testing.T) {
 		t.Fatalf("after Reset: %v", d)
 	}
 }
+
+func TestKeyedDelayAndDrop(t *testing.T) {
+	b := NewKeyed[string](Policy{Initial: time.Second, Max: 4 * time.Second})
+	now := time.Unix(100, 0)
+	b.Fail("pod1/a", now)
+	b.Fail("pod1/a", now)
+	b.Fail("pod2/a", now)
+	if d, ok := b.Delay("pod1/a"); !ok || d != 2*time.Second {
+		t.Fatalf("Delay = %v, %v; want 2s", d, ok)
+	}
+	if _, ok := b.Delay("none"); ok {
+		t.Fatal("Delay of an unknown key")
+	}
+	b.Drop(func(k string) bool { return k[:4] == "pod1" })
+	if b.Len() != 1 {
+		t.Fatalf("Len after Drop = %d, want 1", b.Len())
+	}
+}

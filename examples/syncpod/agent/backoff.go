@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/backoff"
 )
 
 // Crash-loop backoff, the kubelet's constants: the first restart is
@@ -15,24 +18,19 @@ const (
 	CrashLoopMax     = 300 * time.Second // the longest wait
 )
 
-// crashBackoff is a per-key exponential backoff on an injectable clock.
-// Times are the container's finish times, so the decision does not depend
-// on when the sync happens to run.
+// crashBackoff is the per-container crash-loop back-off (internal/backoff,
+// the kubelet's rule) on an injectable clock. Failures are recorded at the
+// container's finish time, so the decision does not depend on when the
+// sync happens to run.
 type crashBackoff struct {
-	clock        clock.PassiveClock
-	initial, max time.Duration
+	clock clock.PassiveClock
 
-	mu      sync.Mutex
-	entries map[string]*backoffEntry
-}
-
-type backoffEntry struct {
-	delay      time.Duration
-	lastUpdate time.Time
+	mu    sync.Mutex
+	delay *backoff.Keyed[string]
 }
 
 func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashBackoff {
-	return &crashBackoff{clock: clk, initial: initial, max: max, entries: map[string]*backoffEntry{}}
+	return &crashBackoff{clock: clk, delay: backoff.NewKeyed[string](backoff.Policy{Initial: initial, Max: max})}
 }
 
 // inBackoff reports whether key, which last failed at finishedAt, must still
@@ -40,11 +38,11 @@ func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashB
 func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.entries[key]
+	d, ok := b.delay.Delay(key)
 	if !ok {
 		return false, 0
 	}
-	if left := e.delay - b.clock.Since(finishedAt); left > 0 {
+	if left := d - b.clock.Since(finishedAt); left > 0 {
 		return true, left
 	}
 	return false, 0
@@ -55,34 +53,18 @@ func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.D
 func (b *crashBackoff) next(key string, finishedAt time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	switch {
-	case !ok || finishedAt.Sub(e.lastUpdate) > 2*b.max:
-		e = &backoffEntry{delay: b.initial}
-		b.entries[key] = e
-	default:
-		e.delay *= 2
-		if e.delay > b.max {
-			e.delay = b.max
-		}
-	}
-	e.lastUpdate = finishedAt
-	return e.delay
+	return b.delay.Fail(key, finishedAt)
 }
 
 // forgetPrefix drops every key of a pod (keys are "uid/container").
 func (b *crashBackoff) forgetPrefix(prefix string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k := range b.entries {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			delete(b.entries, k)
-		}
-	}
+	b.delay.Drop(func(k string) bool { return strings.HasPrefix(k, prefix) })
 }
 
 func (b *crashBackoff) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.entries)
+	return b.delay.Len()
 }
