@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/syncpod/syncpod/internal/backoff"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,20 +50,14 @@ type podWorker struct {
 	sandboxCfg *runtimeapi.PodSandboxConfig
 	podReason  *waiting
 	reasons    map[string]waiting
-	ids        map[string]string // container name -> id of its latest instance
-	crash      map[string]*crashBackOff
-	exitSeen   map[string]time.Time // container id -> when the worker first saw it exited
+	ids        map[string]string      // container name -> id of its latest instance
+	crash      *backoff.Keyed[string] // per container: restart back-off (guarded by mu)
+	exitSeen   map[string]time.Time   // container id -> when the worker first saw it exited
 	lastExited map[string]*runtimeapi.ContainerStatus
 	finished   bool // nothing will run again; the sandbox is stopped
 	requeue    time.Duration
 	lastAction time.Time
 	published  *corev1.PodStatus
-}
-
-// crashBackOff is one container's restart back-off, as the kubelet's.
-type crashBackOff struct {
-	delay   time.Duration
-	updated time.Time
 }
 
 func newPodWorker(p *Provider, pod *corev1.Pod) *podWorker {
@@ -75,7 +70,7 @@ func newPodWorker(p *Provider, pod *corev1.Pod) *podWorker {
 		startTime: p.cfg.clock.Now(),
 		reasons:   map[string]waiting{},
 		ids:       map[string]string{},
-		crash:     map[string]*crashBackOff{},
+		crash:     backoff.NewKeyed[string](backoff.Policy{Initial: p.cfg.crashInitial, Max: p.cfg.crashMax}),
 		exitSeen:  map[string]time.Time{},
 
 		lastExited: map[string]*runtimeapi.ContainerStatus{},
@@ -426,34 +421,23 @@ func pullPolicy(p corev1.PullPolicy) asyncpull.PullPolicy {
 func (w *podWorker) inCrashBackOff(name string, finished time.Time) (time.Duration, time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := w.crash[name]
-	if b == nil {
-		return 0, 0, false
-	}
 	now := w.p.cfg.clock.Now()
-	if now.Sub(b.updated) > 2*w.p.cfg.crashMax {
-		delete(w.crash, name) // it ran long enough: forget its crashes
+	w.crash.Forget(now) // a container that ran long enough starts over
+	delay, ok := w.crash.Delay(name)
+	if !ok {
 		return 0, 0, false
 	}
-	if left := b.delay - now.Sub(finished); left > 0 {
-		return left, b.delay, true
+	if left := delay - now.Sub(finished); left > 0 {
+		return left, delay, true
 	}
-	return 0, b.delay, false
+	return 0, delay, false
 }
 
 // crashNext records a restart: the next one waits longer.
 func (w *podWorker) crashNext(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := w.p.cfg.clock.Now()
-	b := w.crash[name]
-	switch {
-	case b == nil:
-		w.crash[name] = &crashBackOff{delay: w.p.cfg.crashInitial, updated: now}
-	default:
-		b.delay = min(2*b.delay, w.p.cfg.crashMax)
-		b.updated = now
-	}
+	w.crash.Fail(name, w.p.cfg.clock.Now())
 }
 
 // startContainer ensures c's image, then creates and starts its next
