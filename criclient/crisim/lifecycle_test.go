@@ -322,3 +322,27 @@ func TestStartErrorAnnotation(t *testing.T) {
 		t.Fatalf("after failed start: %v", s)
 	}
 }
+
+// WithStopExitCode is the code a stopped container reports unless its
+// AnnotationStopExitCode says otherwise.
+func TestWithStopExitCode(t *testing.T) {
+	n := startNode(t, crisim.WithImage(busybox, 1), crisim.WithStopExitCode(137))
+	ctx := ctxT(t)
+	sb := n.runSandbox(t, "pod")
+	def := n.createContainer(t, sb, "default", busybox, nil)
+	ann := n.createContainer(t, sb, "annotated", busybox, map[string]string{crisim.AnnotationStopExitCode: "0"})
+	for _, c := range []string{def, ann} {
+		if _, err := n.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := n.containerStatus(t, def); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 137 {
+		t.Fatalf("default = %v, want EXITED with code 137", s)
+	}
+	if s := n.containerStatus(t, ann); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 0 {
+		t.Fatalf("annotated = %v, want EXITED with code 0", s)
+	}
+}
