@@ -176,6 +176,11 @@ func (r *Runtime) admit(ctx context.Context, method string, kind callKind) (*adm
 	if r.closed() {
 		return fail(errClosed(method))
 	}
+	// A nil ctx would panic in the first wait below, and only when the model
+	// makes the call wait, so it is refused whatever the configuration.
+	if ctx == nil {
+		return fail(errInvalid(method, "nil context"))
+	}
 	if err := r.waitStall(ctx, method); err != nil {
 		return fail(err)
 	}

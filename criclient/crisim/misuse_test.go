@@ -1,0 +1,74 @@
+package crisim_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/syncpod/syncpod/criclient/crisim"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Bad calls on an in-process Runtime are typed errors with a gRPC code, never
+// a panic or a hang.
+func TestMisuse(t *testing.T) {
+	ctx := ctxT(t)
+	var nilCtx context.Context
+	tests := []struct {
+		name string
+		call func(r *crisim.Runtime) error
+		kind error
+		code codes.Code
+	}{
+		{"nil StartContainer request", func(r *crisim.Runtime) error {
+			_, err := r.StartContainer(ctx, nil)
+			return err
+		}, crisim.ErrInvalidArgument, codes.InvalidArgument},
+		{"nil RunPodSandbox request", func(r *crisim.Runtime) error {
+			_, err := r.RunPodSandbox(ctx, nil)
+			return err
+		}, crisim.ErrInvalidArgument, codes.InvalidArgument},
+		{"unknown container", func(r *crisim.Runtime) error {
+			_, err := r.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "ghost"})
+			return err
+		}, crisim.ErrNotFound, codes.NotFound},
+		{"nil ctx with latency", func(r *crisim.Runtime) error {
+			_, err := r.Version(nilCtx, &runtimeapi.VersionRequest{})
+			return err
+		}, crisim.ErrInvalidArgument, codes.InvalidArgument},
+		{"nil ctx", func(r *crisim.Runtime) error {
+			_, err := r.ContainerStatus(nilCtx, &runtimeapi.ContainerStatusRequest{ContainerId: "ghost"})
+			return err
+		}, crisim.ErrInvalidArgument, codes.InvalidArgument},
+		{"use after Close", func(r *crisim.Runtime) error {
+			if err := r.Close(); err != nil {
+				return err
+			}
+			_, err := r.Version(ctx, &runtimeapi.VersionRequest{})
+			return err
+		}, crisim.ErrClosed, codes.Unavailable},
+		{"Close twice", func(r *crisim.Runtime) error {
+			if err := r.Close(); err != nil {
+				return err
+			}
+			if err := r.Close(); err != nil {
+				return err
+			}
+			_, err := r.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+			return err
+		}, crisim.ErrClosed, codes.Unavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := crisim.New(crisim.WithRealisticLatencies())
+			t.Cleanup(func() { _ = r.Close() })
+			err := tt.call(r)
+			var e *crisim.Error
+			if !errors.As(err, &e) || !errors.Is(err, tt.kind) || status.Code(err) != tt.code {
+				t.Fatalf("err = %T %v, want a *crisim.Error of kind %v and code %v", err, err, tt.kind, tt.code)
+			}
+		})
+	}
+}
