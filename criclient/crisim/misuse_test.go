@@ -72,3 +72,16 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 }
+
+// WithVersion is what Version reports, so a client can tell runtimes apart.
+func TestWithVersion(t *testing.T) {
+	r := crisim.New(crisim.WithVersion("fakerun", "9.9.9"))
+	t.Cleanup(func() { _ = r.Close() })
+	v, err := r.Version(ctxT(t), &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.RuntimeName != "fakerun" || v.RuntimeVersion != "9.9.9" {
+		t.Fatalf("Version = %v, want fakerun 9.9.9", v)
+	}
+}
