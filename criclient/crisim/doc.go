@@ -63,7 +63,8 @@
 //     mutations in flight, which hold the store for their latency.
 //
 // A call goes through the model in this order: counted; refused if the
-// runtime is closed; held by a Stall; hung by HangNext; failed by FailNext or
+// runtime is closed; refused with ErrInvalidArgument if its ctx is nil;
+// held by a Stall; hung by HangNext; failed by FailNext or
 // SetErrorRate; queued for a WithMaxConcurrency slot; queued for the store
 // lock; the method's latency; then the state change. PullImage gives its slot
 // back before downloading.
