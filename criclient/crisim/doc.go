@@ -22,7 +22,9 @@
 //
 // New returns the Runtime alone (it implements RuntimeServiceServer and
 // ImageServiceServer) for in-process use or for your own grpc.Server
-// (Runtime.Register).
+// (Runtime.Register). New and Start refuse a bad option (a nil clock, a
+// negative bound) with a *ConfigError naming it; 0 keeps each option's
+// documented default.
 //
 // # What is modelled
 //

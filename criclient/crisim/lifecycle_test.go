@@ -250,7 +250,7 @@ func TestExitContainer(t *testing.T) {
 }
 
 func TestInProcessRuntimeClose(t *testing.T) {
-	rt := crisim.New()
+	rt := newRuntime(t)
 	ctx := ctxT(t)
 	if _, err := rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestInProcessRuntimeClose(t *testing.T) {
 
 func TestScriptedExitTimerCancelledByStopAndClose(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(0, 0))
-	rt := crisim.New(crisim.WithClock(clk), crisim.WithImage(busybox, 1))
+	rt := newRuntime(t, crisim.WithClock(clk), crisim.WithImage(busybox, 1))
 	ctx := ctxT(t)
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")})
 	if err != nil {

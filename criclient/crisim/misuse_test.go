@@ -3,6 +3,7 @@ package crisim_test
 import (
 	"context"
 	"errors"
+	testclock "k8s.io/utils/clock/testing"
 	"testing"
 
 	"github.com/syncpod/syncpod/criclient/crisim"
@@ -62,7 +63,7 @@ func TestMisuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := crisim.New(crisim.WithRealisticLatencies())
+			r := newRuntime(t, crisim.WithRealisticLatencies())
 			t.Cleanup(func() { _ = r.Close() })
 			err := tt.call(r)
 			var e *crisim.Error
@@ -75,7 +76,7 @@ func TestMisuse(t *testing.T) {
 
 // WithVersion is what Version reports, so a client can tell runtimes apart.
 func TestWithVersion(t *testing.T) {
-	r := crisim.New(crisim.WithVersion("fakerun", "9.9.9"))
+	r := newRuntime(t, crisim.WithVersion("fakerun", "9.9.9"))
 	t.Cleanup(func() { _ = r.Close() })
 	v, err := r.Version(ctxT(t), &runtimeapi.VersionRequest{})
 	if err != nil {
@@ -84,4 +85,34 @@ func TestWithVersion(t *testing.T) {
 	if v.RuntimeName != "fakerun" || v.RuntimeVersion != "9.9.9" {
 		t.Fatalf("Version = %v, want fakerun 9.9.9", v)
 	}
+}
+
+// Every bad option is a *ConfigError from New and from Start, naming it.
+func TestMisuseOptions(t *testing.T) {
+	var nilClock *testclock.FakeClock
+	for name, tt := range map[string]struct {
+		opt  crisim.Option
+		want string
+	}{
+		"nil clock":             {crisim.WithClock(nil), "crisim: WithClock: must not be nil"},
+		"typed-nil clock":       {crisim.WithClock(nilClock), "crisim: WithClock: must not be nil"},
+		"negative concurrency":  {crisim.WithMaxConcurrency(-1), "crisim: WithMaxConcurrency: -1 is negative"},
+		"negative bandwidth":    {crisim.WithPullBandwidth(-1), "crisim: WithPullBandwidth: -1 is negative"},
+		"negative downloads":    {crisim.WithMaxConcurrentDownloads(-2), "crisim: WithMaxConcurrentDownloads: -2 is negative"},
+		"negative event buffer": {crisim.WithEventBuffer(-1), "crisim: WithEventBuffer: -1 is negative"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ce *crisim.ConfigError
+			if r, err := crisim.New(tt.opt); !errors.As(err, &ce) || err.Error() != tt.want || r != nil {
+				t.Fatalf("New = %v, %v, want nil and %q", r, err, tt.want)
+			}
+			if s, err := crisim.Start(tt.opt); !errors.As(err, &ce) || s != nil {
+				t.Fatalf("Start = %v, %v, want a *ConfigError", s, err)
+			}
+		})
+	}
+	// Zero keeps its documented meaning, and a nil Option is ignored.
+	r := newRuntime(t, nil, crisim.WithMaxConcurrency(0), crisim.WithPullBandwidth(0),
+		crisim.WithMaxConcurrentDownloads(0), crisim.WithEventBuffer(0))
+	_ = r.Close()
 }
