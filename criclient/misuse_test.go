@@ -22,9 +22,18 @@ func TestMisuseDial(t *testing.T) {
 	}
 	var nilClock *clock.RealClock
 	for name, o := range map[string]criclient.Option{
-		"typed-nil clock": criclient.WithClock(nilClock),
-		"NaN QPS":         criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.NaN()}),
-		"infinite QPS":    criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.Inf(1)}),
+		"typed-nil clock":         criclient.WithClock(nilClock),
+		"NaN QPS":                 criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.NaN()}),
+		"infinite QPS":            criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: math.Inf(1)}),
+		"negative QPS":            criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: -1}),
+		"negative Burst":          criclient.WithAdmission(criclient.ClassRead, criclient.Limits{QPS: 1, Burst: -1}),
+		"negative MaxInFlight":    criclient.WithAdmission(criclient.ClassRead, criclient.Limits{MaxInFlight: -1}),
+		"unknown class":           criclient.WithAdmission(criclient.Class(99), criclient.Limits{}),
+		"zero timeout":            criclient.WithTimeout(0),
+		"negative method timeout": criclient.WithMethodTimeout("Version", -time.Second),
+		"unknown method":          criclient.WithMethodTimeout("NoSuchMethod", time.Second),
+		"zero message size":       criclient.WithMaxMessageSize(0),
+		"negative snapshot age":   criclient.WithListSnapshots(-time.Second),
 	} {
 		var ce *criclient.ConfigError
 		if _, err := criclient.Dial(context.Background(), "/x.sock", o); !errors.As(err, &ce) {

@@ -22,7 +22,9 @@
 //
 // New returns the Runtime alone (it implements RuntimeServiceServer and
 // ImageServiceServer) for in-process use or for your own grpc.Server
-// (Runtime.Register).
+// (Runtime.Register). New and Start refuse a bad option (a nil clock, a
+// negative bound) with a *ConfigError naming it; 0 keeps each option's
+// documented default.
 //
 // # What is modelled
 //
@@ -63,7 +65,8 @@
 //     mutations in flight, which hold the store for their latency.
 //
 // A call goes through the model in this order: counted; refused if the
-// runtime is closed; held by a Stall; hung by HangNext; failed by FailNext or
+// runtime is closed; refused with ErrInvalidArgument if its ctx is nil;
+// held by a Stall; hung by HangNext; failed by FailNext or
 // SetErrorRate; queued for a WithMaxConcurrency slot; queued for the store
 // lock; the method's latency; then the state change. PullImage gives its slot
 // back before downloading.

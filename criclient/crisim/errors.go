@@ -39,6 +39,17 @@ type Error struct {
 
 var _ error = (*Error)(nil)
 
+// ConfigError reports an option New or Start cannot use.
+type ConfigError struct {
+	// Option is the option's name, e.g. "WithMaxConcurrency".
+	Option string
+	// Reason says what is wrong with its value.
+	Reason string
+}
+
+// Error formats the error as "crisim: Option: reason".
+func (e *ConfigError) Error() string { return "crisim: " + e.Option + ": " + e.Reason }
+
 // Error formats the method, the kind and the message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("crisim %s: %s: %s", e.Method, e.Kind, e.Msg)

@@ -16,7 +16,11 @@ import (
 // after 30s exits exactly when the test steps the clock past it.
 func ExampleNew() {
 	clk := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rt := crisim.New(crisim.WithClock(clk), crisim.WithImage("busybox:1.36", 2<<20))
+	rt, err := crisim.New(crisim.WithClock(clk), crisim.WithImage("busybox:1.36", 2<<20))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer rt.Close()
 	ctx := context.Background()
 

@@ -54,7 +54,7 @@ func TestFailNext(t *testing.T) {
 
 func TestSetErrorRate(t *testing.T) {
 	failures := func(seed int64) []bool {
-		rt := crisim.New(crisim.WithSeed(seed))
+		rt := newRuntime(t, crisim.WithSeed(seed))
 		defer rt.Close()
 		rt.SetErrorRate("Version", 0.3, codes.Internal)
 		var out []bool

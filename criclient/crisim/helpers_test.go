@@ -138,3 +138,13 @@ func recvEvent(t testing.TB, s runtimeapi.RuntimeService_GetContainerEventsClien
 	}
 	return ev
 }
+
+// newRuntime is crisim.New for options a test knows to be valid.
+func newRuntime(t testing.TB, opts ...crisim.Option) *crisim.Runtime {
+	t.Helper()
+	rt, err := crisim.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}

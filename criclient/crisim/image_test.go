@@ -61,7 +61,7 @@ func TestImages(t *testing.T) {
 // WithMaxConcurrentDownloads downloads run at once.
 func TestPullBandwidthAndDownloadCap(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(0, 0))
-	rt := crisim.New(
+	rt := newRuntime(t,
 		crisim.WithClock(clk),
 		crisim.WithPullBandwidth(1000), // 1000 B/s
 		crisim.WithMaxConcurrentDownloads(2),

@@ -250,7 +250,7 @@ func TestExitContainer(t *testing.T) {
 }
 
 func TestInProcessRuntimeClose(t *testing.T) {
-	rt := crisim.New()
+	rt := newRuntime(t)
 	ctx := ctxT(t)
 	if _, err := rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestInProcessRuntimeClose(t *testing.T) {
 
 func TestScriptedExitTimerCancelledByStopAndClose(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(0, 0))
-	rt := crisim.New(crisim.WithClock(clk), crisim.WithImage(busybox, 1))
+	rt := newRuntime(t, crisim.WithClock(clk), crisim.WithImage(busybox, 1))
 	ctx := ctxT(t)
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")})
 	if err != nil {
@@ -320,5 +320,29 @@ func TestStartErrorAnnotation(t *testing.T) {
 	s := n.containerStatus(t, c)
 	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 128 || s.Reason != "StartError" || s.Message == "" {
 		t.Fatalf("after failed start: %v", s)
+	}
+}
+
+// WithStopExitCode is the code a stopped container reports unless its
+// AnnotationStopExitCode says otherwise.
+func TestWithStopExitCode(t *testing.T) {
+	n := startNode(t, crisim.WithImage(busybox, 1), crisim.WithStopExitCode(137))
+	ctx := ctxT(t)
+	sb := n.runSandbox(t, "pod")
+	def := n.createContainer(t, sb, "default", busybox, nil)
+	ann := n.createContainer(t, sb, "annotated", busybox, map[string]string{crisim.AnnotationStopExitCode: "0"})
+	for _, c := range []string{def, ann} {
+		if _, err := n.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := n.containerStatus(t, def); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 137 {
+		t.Fatalf("default = %v, want EXITED with code 137", s)
+	}
+	if s := n.containerStatus(t, ann); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 0 {
+		t.Fatalf("annotated = %v, want EXITED with code 0", s)
 	}
 }

@@ -1,9 +1,12 @@
 package crisim
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // Option configures a Runtime (and the Server that serves it).
@@ -28,7 +31,16 @@ type config struct {
 	stopExitCode   int32
 	runtimeName    string
 	runtimeVersion string
-	cpu            *cpuModel // WithCPU; nil: no CPU limit
+	cpu            *cpuModel    // WithCPU; nil: no CPU limit
+	err            *ConfigError // the first bad option
+}
+
+// fail records the first bad option; later ones are not reported, so the
+// error names the option the caller has to fix first.
+func (c *config) fail(option, format string, args ...any) {
+	if c.err == nil {
+		c.err = &ConfigError{Option: option, Reason: fmt.Sprintf(format, args...)}
+	}
 }
 
 func defaultConfig() *config {
@@ -56,9 +68,11 @@ func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
 // non-zero latency waits until the clock is stepped past it.
 func WithClock(c clock.WithDelayedExecution) Option {
 	return func(cfg *config) {
-		if c != nil {
-			cfg.clock = c
+		if c == nil || typednil.Is(c) {
+			cfg.fail("WithClock", "must not be nil")
+			return
 		}
+		cfg.clock = c
 	}
 }
 
@@ -90,8 +104,17 @@ func WithRealisticLatencies() Option {
 
 // WithMaxConcurrency caps how many unary calls the runtime works on at once,
 // across all methods; further calls queue (honouring their context) until a
-// slot frees. n <= 0 means no cap (the default). Event streams do not count.
-func WithMaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = n } }
+// slot frees. 0 means no cap (the default); a negative n is a *ConfigError.
+// Event streams do not count.
+func WithMaxConcurrency(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.fail("WithMaxConcurrency", "%d is negative", n)
+			return
+		}
+		c.maxConcurrency = n
+	}
+}
 
 // WithStoreLock turns on the store-lock model: sandbox and container
 // mutations (Run/Stop/RemovePodSandbox, Create/Start/Stop/RemoveContainer)
@@ -121,26 +144,43 @@ func WithRegistryImage(ref string, size int64) Option {
 }
 
 // WithPullBandwidth sets the download speed of each image pull in bytes per
-// second. 0 (the default) makes downloads instant.
+// second. 0 (the default) makes downloads instant; a negative value is a
+// *ConfigError.
 func WithPullBandwidth(bytesPerSec int64) Option {
-	return func(c *config) { c.bandwidth = bytesPerSec }
+	return func(c *config) {
+		if bytesPerSec < 0 {
+			c.fail("WithPullBandwidth", "%d is negative", bytesPerSec)
+			return
+		}
+		c.bandwidth = bytesPerSec
+	}
 }
 
 // WithMaxConcurrentDownloads caps how many image downloads run at once
 // (containerd's max_concurrent_downloads, default 3 there). Further pulls
-// queue. n <= 0 means no cap (the default).
+// queue. 0 means no cap (the default); a negative n is a *ConfigError.
 func WithMaxConcurrentDownloads(n int) Option {
-	return func(c *config) { c.maxDownloads = n }
+	return func(c *config) {
+		if n < 0 {
+			c.fail("WithMaxConcurrentDownloads", "%d is negative", n)
+			return
+		}
+		c.maxDownloads = n
+	}
 }
 
-// WithEventBuffer sets the per-subscriber event buffer (DefaultEventBuffer
-// if n <= 0).
+// WithEventBuffer sets the per-subscriber event buffer (0 means
+// DefaultEventBuffer; a negative n is a *ConfigError).
 func WithEventBuffer(n int) Option {
 	return func(c *config) {
-		if n <= 0 {
-			n = DefaultEventBuffer
+		switch {
+		case n < 0:
+			c.fail("WithEventBuffer", "%d is negative", n)
+		case n == 0:
+			c.eventBuffer = DefaultEventBuffer
+		default:
+			c.eventBuffer = n
 		}
-		c.eventBuffer = n
 	}
 }
 

@@ -54,14 +54,17 @@ var (
 	_ runtimeapi.ImageServiceServer   = (*Runtime)(nil)
 )
 
-// New returns a Runtime configured by opts. It starts no goroutines; Close
-// stops its timers.
-func New(opts ...Option) *Runtime {
+// New returns a Runtime configured by opts, or a *ConfigError for the first
+// option it cannot use. It starts no goroutines; Close stops its timers.
+func New(opts ...Option) (*Runtime, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(cfg)
 		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
 	r := &Runtime{
 		cfg:        cfg,
@@ -85,7 +88,7 @@ func New(opts ...Option) *Runtime {
 	if cfg.maxDownloads > 0 {
 		r.downloads = semaphore.NewWeighted(int64(cfg.maxDownloads))
 	}
-	return r
+	return r, nil
 }
 
 // Close stops the runtime: calls in progress or waiting (hangs, stalls,
@@ -175,6 +178,11 @@ func (r *Runtime) admit(ctx context.Context, method string, kind callKind) (*adm
 	}
 	if r.closed() {
 		return fail(errClosed(method))
+	}
+	// A nil ctx would panic in the first wait below, and only when the model
+	// makes the call wait, so it is refused whatever the configuration.
+	if ctx == nil {
+		return fail(errInvalid(method, "nil context"))
 	}
 	if err := r.waitStall(ctx, method); err != nil {
 		return fail(err)

@@ -39,6 +39,10 @@ func (r *Runtime) Register(s grpc.ServiceRegistrar) {
 // Start creates a Runtime from opts and serves it on a new unix socket; the
 // caller must Close the Server (t.Cleanup(func() { srv.Close() })).
 func Start(opts ...Option) (*Server, error) {
+	rt, err := New(opts...)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "crisim-")
 	if err != nil {
 		return nil, fmt.Errorf("crisim: start: %w", err)
@@ -50,7 +54,7 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("crisim: start: %w", err)
 	}
 	s := &Server{
-		rt: New(opts...),
+		rt: rt,
 		gs: grpc.NewServer(
 			grpc.MaxRecvMsgSize(maxMsgSize),
 			grpc.MaxSendMsgSize(maxMsgSize),
