@@ -44,16 +44,24 @@ type cpuJob struct {
 // work (DefaultCPUWork for a nil map) spends that much CPU after its
 // latency, shared with the calls working at the same time: with 2 cores
 // and 40 starts at once, each start takes about 20 times its work. Without
-// WithCPU the runtime has no CPU limit. Cores below 1 count as 1 and
-// negative work as none.
+// WithCPU the runtime has no CPU limit. Cores below 1 and negative work
+// are refused (a *ConfigError from New and Start).
 func WithCPU(cores int, work map[string]time.Duration) Option {
 	return func(c *config) {
+		if cores < 1 {
+			c.fail("WithCPU", "%d cores, want at least 1", cores)
+			return
+		}
 		if work == nil {
 			work = DefaultCPUWork
 		}
-		m := &cpuModel{cores: max(cores, 1), work: map[string]time.Duration{}, jobs: map[*cpuJob]struct{}{}}
+		m := &cpuModel{cores: cores, work: map[string]time.Duration{}, jobs: map[*cpuJob]struct{}{}}
 		for k, v := range work {
-			m.work[k] = max(v, 0)
+			if v < 0 {
+				c.fail("WithCPU", "%s work %v is negative", k, v)
+				return
+			}
+			m.work[k] = v
 		}
 		c.cpu = m
 	}

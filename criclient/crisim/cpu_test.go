@@ -1,6 +1,7 @@
 package crisim_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -56,5 +57,17 @@ func TestNoCPUModelByDefault(t *testing.T) {
 	}
 	if n.rt.CPUBusy() != 0 {
 		t.Fatal("CPUBusy without a CPU model")
+	}
+}
+
+func TestWithCPURefusesBadValues(t *testing.T) {
+	for name, opt := range map[string]crisim.Option{
+		"no cores":      crisim.WithCPU(0, nil),
+		"negative work": crisim.WithCPU(2, map[string]time.Duration{"StartContainer": -time.Second}),
+	} {
+		var ce *crisim.ConfigError
+		if _, err := crisim.New(opt); !errors.As(err, &ce) || ce.Option != "WithCPU" {
+			t.Errorf("%s: New = %v, want a *ConfigError for WithCPU", name, err)
+		}
 	}
 }
