@@ -21,7 +21,8 @@
 //     a dependency graph (init containers in order, sidecars gating what
 //     follows, regular containers concurrently) with bounded parallelism;
 //     [github.com/syncpod/syncpod/concurrentstart/podplan] builds that graph
-//     from a PodSpec.
+//     from a PodSpec, and [github.com/syncpod/syncpod/concurrentstart/admission]
+//     shares the runtime between pods in arrival order under an adaptive bound.
 //   - [github.com/syncpod/syncpod/pleg]: a pod lifecycle event generator on the
 //     CRI event stream that falls back to relisting while the stream is down,
 //     reconnects forever, and reports health honestly.
