@@ -256,26 +256,25 @@ func (c *Controller) Stats() Stats {
 // Limiter learns whether the runtime was overloaded. Later calls do
 // nothing.
 func (g *Grant) Release(err error) {
-	if g == nil {
-		return
+	if g != nil {
+		g.end(&err)
 	}
-	g.once.Do(func() {
-		c := g.c
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.held--
-		c.cfg.limiter.Observe(Sample{Kind: g.kind, Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Overload: isOverload(err)})
-		c.dispatchLocked()
-	})
 }
 
 // giveBack returns a grant that was never used: the Limiter learns nothing.
-func (g *Grant) giveBack() {
+func (g *Grant) giveBack() { g.end(nil) }
+
+// end frees the grant's slot once; outcome, when set, is reported to the
+// Limiter.
+func (g *Grant) end(outcome *error) {
 	g.once.Do(func() {
 		c := g.c
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.held--
+		if outcome != nil {
+			c.cfg.limiter.Observe(Sample{Kind: g.kind, Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Overload: isOverload(*outcome)})
+		}
 		c.dispatchLocked()
 	})
 }

@@ -47,9 +47,11 @@ func TestCPUSharesCores(t *testing.T) {
 	}
 }
 
-// Without WithCPU a start costs no CPU time.
+// Without WithCPU a start costs no CPU time: on a fake clock that is never
+// stepped it still returns (with a CPU model it would wait for the clock).
 func TestNoCPUModelByDefault(t *testing.T) {
-	n := startNode(t, crisim.WithImage("app:1", 1<<20))
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	n := startNode(t, crisim.WithClock(clk), crisim.WithImage("app:1", 1<<20))
 	sb := n.runSandbox(t, "p")
 	id := n.createContainer(t, sb, "a", "app:1", nil)
 	if _, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {

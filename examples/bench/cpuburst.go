@@ -37,13 +37,13 @@ var cpuBurstModes = []string{"serial", "all-at-once", "baseline", "unbounded", "
 
 // CPUResult is one cpu-burst run.
 type CPUResult struct {
-	Mode                  string
-	Pods, Started         int
-	Makespan, P50, P99    time.Duration
-	RelistP50, RelistP99  time.Duration
-	Relists               int
-	AdmissionLimitAtFinal int
-	TimedOut              bool
+	Mode                 string
+	Pods, Started        int
+	Makespan, P50, P99   time.Duration
+	RelistP50, RelistP99 time.Duration
+	Relists              int
+	AdmissionBound       int // the start admission's bound when the run ended (syncpod mode)
+	TimedOut             bool
 }
 
 const cpuBurstPods = 50
@@ -157,7 +157,7 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	case "serial", "all-at-once":
 		startups, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:
-		startups, res.TimedOut, res.AdmissionLimitAtFinal, err = runAgent(ctx, client, pods, mode, rc, deadline)
+		startups, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline)
 		if err != nil {
 			close(probeStop)
 			probeWG.Wait()
@@ -300,12 +300,17 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 		a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"})
 	}
 	if ctl != nil && rc.log.Core().Enabled(zap.DebugLevel) {
+		// The admission's bound over time, for tuning; ends with the run.
+		stop := make(chan struct{})
+		defer close(stop)
 		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
 			for {
 				select {
-				case <-done:
+				case <-stop:
 					return
-				case <-time.After(100 * time.Millisecond):
+				case <-t.C:
 				}
 				st := ctl.Stats()
 				rc.log.Debug("admission", zap.Int("limit", st.Limit), zap.Int("held", st.Held), zap.Int("queued", st.Queued))
@@ -343,7 +348,7 @@ func printCPUTable(w io.Writer, results []CPUResult, where string) {
 			all = &results[i]
 		}
 		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t\n", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
-			ms(r.P50), ms(r.P99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionLimitAtFinal)
+			ms(r.P50), ms(r.P99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionBound)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", where)

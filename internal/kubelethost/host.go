@@ -258,7 +258,7 @@ func launch(bin, dir, endpoint string, c config) (*Kubelet, error) {
 	}()
 	if err := k.waitHealthy(); err != nil {
 		k.stop()
-		return nil, &StartError{Dir: dir, LogTail: tail(l.logFile(), 40), Err: err}
+		return nil, &StartError{Dir: dir, LogTail: testnode.LogTail(l.logFile(), 40), Err: err}
 	}
 	return k, nil
 }
@@ -338,7 +338,7 @@ func (k *Kubelet) Close() error {
 	k.closeOnce.Do(func() {
 		close(k.closed)
 		k.stop()
-		k.closeErr = removeAllRetry(k.Dir)
+		k.closeErr = removeDir(k.Dir)
 	})
 	return k.closeErr
 }
@@ -399,31 +399,14 @@ func socketPath(endpoint string) (string, error) {
 	return p, nil
 }
 
-func removeAllRetry(dir string) error {
-	var err error
-	for range 5 {
-		if err = os.RemoveAll(dir); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("kubelethost: remove %s: %w", dir, err)
-}
-
-// tail returns the last lines of a file, for error messages.
-func tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(%v)", err)
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
-
 // Tail returns the last n lines of the kubelet's log.
-func (k *Kubelet) Tail(n int) string { return tail(k.LogPath, n) }
+func (k *Kubelet) Tail(n int) string { return testnode.LogTail(k.LogPath, n) }
 
 var errNotRunning = errors.New("the kubelet is not running")
+
+func removeDir(dir string) error {
+	if err := testnode.RemoveAll(dir); err != nil {
+		return fmt.Errorf("kubelethost: %w", err)
+	}
+	return nil
+}

@@ -333,7 +333,7 @@ func (n *Node) waitReady(p *containerdProcess) error {
 		select {
 		case <-p.done:
 			return fmt.Errorf("%w: containerd exited during start (%v); log %s:\n%s",
-				errUnavailable, p.err, n.logPath, tail(n.logPath, 30))
+				errUnavailable, p.err, n.logPath, LogTail(n.logPath, 30))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -346,7 +346,7 @@ func (n *Node) waitReady(p *containerdProcess) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("%w: CRI at %s did not answer Version within %v (last error: %v); log %s:\n%s",
-		errUnavailable, n.Endpoint, n.opts.startTimeout, lastErr, n.logPath, tail(n.logPath, 30))
+		errUnavailable, n.Endpoint, n.opts.startTimeout, lastErr, n.logPath, LogTail(n.logPath, 30))
 }
 
 // ContainerdPID is the PID of the running containerd, 0 while it is down.
@@ -410,8 +410,9 @@ func envWithout(env []string, key string) []string {
 	return out
 }
 
-// tail returns the last lines of a file, for error messages.
-func tail(path string, lines int) string {
+// LogTail returns the last lines of a log file, for error messages (or
+// the read error, in parentheses).
+func LogTail(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(%v)", err)

@@ -21,7 +21,7 @@ import (
 // after a failed or half-started test, and reports what it could not undo.
 func (n *Node) teardown(t testing.TB) {
 	if t.Failed() && n.logPath != "" {
-		t.Logf("testnode: containerd log tail (%s):\n%s", n.logPath, tail(n.logPath, 40))
+		t.Logf("testnode: containerd log tail (%s):\n%s", n.logPath, LogTail(n.logPath, 40))
 	}
 	if n.conn != nil {
 		n.removePods(t)
@@ -40,7 +40,7 @@ func (n *Node) teardown(t testing.TB) {
 		if err := unmountUnder(n.Dir); err != nil {
 			leftovers = append(leftovers, err.Error())
 		}
-		if err := removeAllRetry(n.Dir); err != nil {
+		if err := RemoveAll(n.Dir); err != nil {
 			leftovers = append(leftovers, err.Error())
 		}
 	}
@@ -268,7 +268,9 @@ func unmountUnder(dir string) error {
 	return nil
 }
 
-func removeAllRetry(dir string) error {
+// RemoveAll removes dir, retrying for half a second: files of a process
+// that just exited (a shim, a kubelet) can still be going away.
+func RemoveAll(dir string) error {
 	var err error
 	for range 5 {
 		if err = os.RemoveAll(dir); err == nil {

@@ -116,10 +116,11 @@ func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
 	return st.SandboxAttempt
 }
 
-// admitted runs one runtime call of pod under a start-admission grant, in
-// syncpod mode; the call's error teaches the admission's limiter.
+// admitted runs one runtime call of pod under a start-admission grant
+// (syncpod mode only sets one); the call's error teaches the admission's
+// limiter.
 func (a *Agent) admitted(ctx context.Context, pod *corev1.Pod, kind string, call func() error) error {
-	if a.admission == nil || a.lifecycle == nil {
+	if a.admission == nil {
 		return call()
 	}
 	g, err := a.admission.Acquire(ctx, admission.Request{Pod: string(pod.UID), Priority: int(ptr.Deref(pod.Spec.Priority, 0)), Kind: kind})
