@@ -123,18 +123,9 @@ func (r *Runtime) cpuWork(ctx context.Context, method string) error {
 		if left <= 0 {
 			return nil
 		}
-		t := r.clock.NewTimer(time.Duration(math.Ceil(float64(left) / share)))
-		select {
-		case <-t.C():
-		case <-j.kick:
-		case <-ctx.Done():
-			t.Stop()
-			return contextError(method, ctx.Err())
-		case <-r.done:
-			t.Stop()
-			return errClosed(method)
+		if err := r.sleepOrWake(ctx, method, time.Duration(math.Ceil(float64(left)/share)), j.kick); err != nil {
+			return err
 		}
-		t.Stop()
 	}
 }
 

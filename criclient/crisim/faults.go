@@ -98,18 +98,9 @@ func (r *Runtime) waitStall(ctx context.Context, method string) error {
 		if !now.Before(until) {
 			return nil
 		}
-		t := r.clock.NewTimer(until.Sub(now))
-		select {
-		case <-t.C():
-		case <-changed:
-		case <-ctx.Done():
-			t.Stop()
-			return contextError(method, ctx.Err())
-		case <-r.done:
-			t.Stop()
-			return errClosed(method)
+		if err := r.sleepOrWake(ctx, method, until.Sub(now), changed); err != nil {
+			return err
 		}
-		t.Stop()
 	}
 }
 

@@ -246,6 +246,12 @@ func (r *Runtime) latency(method string) time.Duration {
 
 // sleep waits d on the runtime clock, or until ctx ends or the runtime closes.
 func (r *Runtime) sleep(ctx context.Context, method string, d time.Duration) error {
+	return r.sleepOrWake(ctx, method, d, nil)
+}
+
+// sleepOrWake is sleep that also returns (nil) early when wake fires, for
+// waits whose end can move (a stall extended, a CPU share changed).
+func (r *Runtime) sleepOrWake(ctx context.Context, method string, d time.Duration, wake <-chan struct{}) error {
 	if d <= 0 {
 		return nil
 	}
@@ -253,6 +259,8 @@ func (r *Runtime) sleep(ctx context.Context, method string, d time.Duration) err
 	defer t.Stop()
 	select {
 	case <-t.C():
+		return nil
+	case <-wake:
 		return nil
 	case <-ctx.Done():
 		return contextError(method, ctx.Err())
