@@ -167,6 +167,19 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 	return c, nil
 }
 
+// Raw returns the generated gRPC clients on the Client's own connections,
+// without its timeouts, admission, snapshots or observer: for a proxy that
+// forwards calls as they came. They share the Client's connections, so a
+// runtime the Client reaches is reached by them too (two connections to
+// one runtime reconnect on their own schedules after a restart), and Close
+// closes them. On a Client Dial did not return they are nil.
+func (c *Client) Raw() (runtimeapi.RuntimeServiceClient, runtimeapi.ImageServiceClient) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.runtime, c.image
+}
+
 // parseEndpoint turns "unix:///p" or a plain path into a gRPC target; a
 // bad one is a *ConfigError naming option.
 func parseEndpoint(option, endpoint string) (string, error) {

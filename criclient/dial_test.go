@@ -9,6 +9,7 @@ import (
 	"github.com/syncpod/syncpod/criclient"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestDialEndpointForms(t *testing.T) {
@@ -42,6 +43,35 @@ func TestDialSeparateImageEndpoint(t *testing.T) {
 	// The stub encodes its name length in the timestamp.
 	if got := fs.GetImageFilesystems()[0].GetTimestamp(); got != int64(len("image-service")) {
 		t.Fatalf("ImageFsInfo went to the wrong endpoint (timestamp %d)", got)
+	}
+}
+
+// Raw's clients go over the Client's own connections: the image one to the
+// image endpoint, and none of them after Close.
+func TestRawSharesConnections(t *testing.T) {
+	rt, img := startStub(t, "rt"), startStub(t, "image-service")
+	c, err := criclient.Dial(context.Background(), rt, criclient.WithImageEndpoint("unix://"+img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawRT, rawImg := c.Raw()
+	v, err := rawRT.Version(context.Background(), &runtimeapi.VersionRequest{})
+	if err != nil || v.GetRuntimeName() != "rt" {
+		t.Fatalf("raw Version = %v, %v", v, err)
+	}
+	fs, err := rawImg.ImageFsInfo(context.Background(), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || fs.GetImageFilesystems()[0].GetTimestamp() != int64(len("image-service")) {
+		t.Fatalf("raw ImageFsInfo = %v, %v: want the image endpoint", fs, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawRT.Version(context.Background(), &runtimeapi.VersionRequest{}); status.Code(err) != codes.Canceled {
+		t.Fatalf("raw Version after Close = %v, want Canceled (connection closed)", err)
+	}
+	var zero *criclient.Client
+	if r, i := zero.Raw(); r != nil || i != nil {
+		t.Fatal("Raw on a nil Client returned clients")
 	}
 }
 

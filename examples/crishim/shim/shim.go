@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -63,10 +62,9 @@ type Shim struct {
 
 	cfg       Config
 	log       *zap.Logger
-	conn      *grpc.ClientConn
 	rt        runtimeapi.RuntimeServiceClient
 	img       runtimeapi.ImageServiceClient
-	client    *criclient.Client // feeds the view
+	client    *criclient.Client // feeds the view; rt and img are its raw clients
 	view      *runtimeview.View
 	gates     [numClasses]*criclient.Gate
 	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
@@ -91,19 +89,14 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.conn, err = grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(criclient.DefaultMaxMessageSize), grpc.MaxCallSendMsgSize(criclient.DefaultMaxMessageSize)))
-	if err != nil {
-		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
-	}
-	s.rt = runtimeapi.NewRuntimeServiceClient(s.conn)
-	s.img = runtimeapi.NewImageServiceClient(s.conn)
+	// One connection serves the view and the forwarded calls, so when the
+	// view has relisted after a backend restart, forwarded calls reach the
+	// backend too instead of failing on a second connection still backing off.
 	s.client, err = criclient.Dial(ctx, target, criclient.WithoutVersionCheck(), criclient.WithLogger(cfg.Logger.Named("view")))
 	if err != nil {
-		_ = s.conn.Close()
 		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
 	}
+	s.rt, s.img = s.client.Raw()
 	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view"))}
 	if cfg.RelistPeriod != 0 {
 		viewOpts = append(viewOpts, runtimeview.WithRelistPeriod(cfg.RelistPeriod))
@@ -113,7 +106,6 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	}
 	if s.view, err = runtimeview.New(s.client, viewOpts...); err != nil {
 		_ = s.client.Close()
-		_ = s.conn.Close()
 		return nil, fmt.Errorf("crishim: %w", err)
 	}
 	if cfg.AsyncRunPodSandbox {
@@ -159,7 +151,7 @@ func (s *Shim) Close() error {
 			s.async.close()
 		}
 		s.view.Close()
-		err = errors.Join(s.client.Close(), s.conn.Close())
+		err = s.client.Close()
 	})
 	return err
 }
