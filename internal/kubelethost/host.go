@@ -28,11 +28,9 @@ const installHint = "install it with: bash hack/install-kube.sh (from the reposi
 // a killed test binary left behind.
 const dirPattern = "kubelethost-"
 
-// Files in a kubelet directory naming the processes involved.
-const (
-	ownerFile = "owner.pid"
-	pidFile   = "kubelet.pid"
-)
+// pidFile in a kubelet directory names the kubelet's process (the owner
+// file, testnode.WriteOwner, names the test binary's).
+const pidFile = "kubelet.pid"
 
 // Kubelet is a running kubelet in standalone mode: no API server, pods come
 // from static manifests in ManifestDir. It runs in a mount namespace of its
@@ -181,7 +179,7 @@ exec "$@"
 
 func launch(bin, dir, endpoint string, c config) (*Kubelet, error) {
 	l := layout{dir: dir}
-	if err := os.WriteFile(l.path(ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+	if err := testnode.WriteOwner(dir); err != nil {
 		return nil, fmt.Errorf("kubelethost: %w", err)
 	}
 	for _, d := range []string{l.manifests(), l.root(), l.certs(), l.podLogs(), l.volumePlugins(),

@@ -152,7 +152,7 @@ func start(t testing.TB, bins binaries, o options) (*Node, error) {
 	n.logPath = n.path("containerd.log")
 	t.Cleanup(func() { n.teardown(t) })
 
-	if err := writeOwner(dir); err != nil {
+	if err := WriteOwner(dir); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{"root", "state", "tmp", "runc", "s", "pods", "opt",
@@ -229,7 +229,8 @@ func shortTempDir() string {
 // run can recognise directories left by a test binary that was killed.
 const ownerFile = "owner.pid"
 
-func writeOwner(dir string) error {
+// WriteOwner records this process as dir's owner, for OwnerGone.
+func WriteOwner(dir string) error {
 	return os.WriteFile(filepath.Join(dir, ownerFile), []byte(fmt.Sprint(os.Getpid())), 0o600)
 }
 

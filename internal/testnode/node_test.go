@@ -295,7 +295,7 @@ func TestRealNodeReapsAfterDeadTestProcess(t *testing.T) {
 	if !processAlive(pid) || len(shimPIDs(socket)) == 0 {
 		t.Fatalf("child left no containerd (%d) or shims to reap", pid)
 	}
-	if !ownerGone(dir) {
+	if !OwnerGone(dir) {
 		t.Fatalf("owner of %s not seen as gone", dir)
 	}
 	// Only this directory: other test binaries may be running the same

@@ -37,7 +37,7 @@ func reapStaleNodes(t testing.TB, runc string) {
 func reapStale(t testing.TB, runc string) {
 	dirs, _ := filepath.Glob(filepath.Join(shortTempDir(), nodeDirPattern+"*"))
 	for _, dir := range dirs {
-		if !ownerGone(dir) {
+		if !OwnerGone(dir) {
 			continue
 		}
 		if msg := reapNodeDir(dir, runc); msg != "" {
@@ -46,18 +46,44 @@ func reapStale(t testing.TB, runc string) {
 	}
 }
 
-// ownerGone reports whether dir's owner process has exited. Directories
-// without an owner file (being created right now, or not ours) are kept.
-func ownerGone(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || pid == os.Getpid() {
+// OwnerGone reports whether the process that wrote dir's owner file
+// (WriteOwner) has exited. Directories without an owner file (being created
+// right now, or not ours) and those of this process are kept. Harnesses that
+// leave processes and files behind when a test binary dies use it to find
+// what a later run may remove.
+func OwnerGone(dir string) bool {
+	pid, ok := readPID(filepath.Join(dir, ownerFile))
+	if !ok || pid == os.Getpid() {
 		return false
 	}
 	return !processAlive(pid)
+}
+
+// KillRecorded kills (SIGKILL) the process whose PID the file pidPath
+// holds, if it still runs and its command line contains mark (so that a
+// PID reused by another program is left alone), and waits up to 10 s for it
+// to go. It returns the PID it killed, or 0.
+func KillRecorded(pidPath, mark string) int {
+	pid, ok := readPID(pidPath)
+	if !ok || !processAlive(pid) {
+		return 0
+	}
+	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if !strings.Contains(string(cmdline), mark) {
+		return 0
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	waitGone(pid, 10*time.Second)
+	return pid
+}
+
+func readPID(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil && pid > 0
 }
 
 func processAlive(pid int) bool {
@@ -68,15 +94,8 @@ func processAlive(pid int) bool {
 func reapNodeDir(dir, runc string) string {
 	var did []string
 	socket := filepath.Join(dir, "containerd.sock")
-	if b, err := os.ReadFile(filepath.Join(dir, pidFile)); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && processAlive(pid) {
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			if strings.Contains(string(cmdline), filepath.Join(dir, "config.toml")) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				waitGone(pid, 10*time.Second)
-				did = append(did, fmt.Sprintf("killed containerd %d", pid))
-			}
-		}
+	if pid := KillRecorded(filepath.Join(dir, pidFile), filepath.Join(dir, "config.toml")); pid != 0 {
+		did = append(did, fmt.Sprintf("killed containerd %d", pid))
 	}
 	namespaces, _ := os.ReadDir(filepath.Join(dir, "runc"))
 	for _, ns := range namespaces {

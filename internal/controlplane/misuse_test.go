@@ -1,0 +1,51 @@
+package controlplane_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/syncpod/syncpod/internal/controlplane"
+)
+
+func TestBadOptionsAreConfigErrors(t *testing.T) {
+	for name, opt := range map[string]controlplane.Option{
+		"WithBinDir":         controlplane.WithBinDir(""),
+		"WithStartTimeout":   controlplane.WithStartTimeout(0),
+		"WithStopTimeout":    controlplane.WithStopTimeout(-time.Second),
+		"WithAPIServerFlags": controlplane.WithAPIServerFlags("v=2"),
+	} {
+		_, err := controlplane.New(opt)
+		var ce *controlplane.ConfigError
+		if !errors.As(err, &ce) || ce.Option != name {
+			t.Errorf("%s: New = %v, want a *ConfigError for %s", name, err, name)
+		}
+	}
+}
+
+func TestMissingBinariesAreUnavailable(t *testing.T) {
+	_, err := controlplane.New(controlplane.WithBinDir(t.TempDir()), nil)
+	if !errors.Is(err, controlplane.ErrUnavailable) {
+		t.Fatalf("New without binaries = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestZeroControlPlaneSaysUseNew(t *testing.T) {
+	var zero controlplane.ControlPlane
+	var nilCP *controlplane.ControlPlane
+	for _, cp := range []*controlplane.ControlPlane{&zero, nilCP} {
+		if err := cp.RestartAPIServer(); err == nil {
+			t.Error("RestartAPIServer on a zero ControlPlane succeeded")
+		}
+		if err := cp.Healthy(context.Background()); err == nil {
+			t.Error("Healthy on a zero ControlPlane succeeded")
+		}
+		if err := cp.Close(); err == nil {
+			t.Error("Close on a zero ControlPlane succeeded")
+		}
+		if cp.Kubeconfig() != nil {
+			t.Error("Kubeconfig on a zero ControlPlane returned one")
+		}
+	}
+}
