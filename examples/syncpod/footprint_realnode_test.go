@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/internal/criproxy"
+	"github.com/syncpod/syncpod/internal/procstat"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 
@@ -31,10 +30,6 @@ type footprint struct {
 	Calls       map[string]int // per method, over the window
 	StartCalls  int            // runtime calls to bring the pods up
 }
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
-// Linux this runs on.
-const clockTicks = 100
 
 // measureFootprint builds the agent as a static, stripped binary, starts it
 // on a real containerd holding pods pods (one container each) behind a
@@ -147,7 +142,7 @@ func measureFootprint(t testing.TB, pods int, window time.Duration) footprint {
 	calls1 := proxy.Counts()
 	f := footprint{Pods: pods, Window: window, BinaryBytes: fi.Size(), CPUTicks: ticks1 - ticks0,
 		RSSBytes: rss(t, pid), StartCalls: start0, Calls: map[string]int{}}
-	f.CPUPercent = float64(f.CPUTicks) / clockTicks / window.Seconds() * 100
+	f.CPUPercent = float64(f.CPUTicks) / procstat.ClockTicks / window.Seconds() * 100
 	for m, c := range calls1 {
 		if d := c - calls0[m]; d > 0 {
 			f.Calls[strings.TrimPrefix(m, "/runtime.v1.")] = d
@@ -158,42 +153,22 @@ func measureFootprint(t testing.TB, pods int, window time.Duration) footprint {
 	return f
 }
 
-// cpuTicks reads utime+stime of pid from /proc.
+// cpuTicks reads the CPU time pid has used, in clock ticks.
 func cpuTicks(t testing.TB, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procstat.CPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The command name (field 2) may hold spaces: count from its ")".
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("parse /proc/%d/stat: %q", pid, s)
-	}
-	return utime + stime
+	return int64(d * procstat.ClockTicks / time.Second)
 }
 
-// rss reads VmRSS of pid from /proc, in bytes.
+// rss reads VmRSS of pid, in bytes.
 func rss(t testing.TB, pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.RSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("parse VmRSS %q", v)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return n
 }
 
 func (f footprint) String() string {
