@@ -22,7 +22,7 @@ import (
 
 // kubeClient is a clientset for cp on an HTTP client of its own, whose
 // idle connections the test closes at the end.
-func kubeClient(t *testing.T, cp *controlplane.ControlPlane) kubernetes.Interface {
+func kubeClient(t testing.TB, cp *controlplane.ControlPlane) kubernetes.Interface {
 	cfg := &rest.Config{Host: cp.URL, BearerToken: cp.Token, TLSClientConfig: rest.TLSClientConfig{CAData: cp.CAData},
 		QPS: 200, Burst: 400}
 	hc, err := rest.HTTPClientFor(cfg)

@@ -31,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -66,6 +68,8 @@ func run() error {
 		taint      = flag.Bool("taint", true, "taint the node so only pods that tolerate it land here")
 		workers    = flag.Int("workers", 4, "pod controller sync workers")
 		debug      = flag.Bool("debug", false, "debug logging")
+		apiQPS     = flag.Float64("kube-api-qps", 50, "API server requests per second (the kubelet's kubeAPIQPS default)")
+		apiBurst   = flag.Int("kube-api-burst", 100, "API server request burst (the kubelet's kubeAPIBurst default)")
 	)
 	flag.Parse()
 	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, nodeIP: *nodeIP,
@@ -91,12 +95,34 @@ func run() error {
 	}
 	defer func() { _ = logger.Sync() }()
 
-	// nodeutil would build the client itself, but panics later if it cannot.
-	kube, err := nodeutil.ClientsetFromEnv(*kubeconfig)
+	// nodeutil would build the client itself, but panics later if it
+	// cannot, and keeps client-go's 5 requests per second: a node with a
+	// few dozen pods then waits seconds to publish their statuses.
+	kube, err := kubeClientset(*kubeconfig, float32(*apiQPS), *apiBurst)
 	if err != nil {
-		return fmt.Errorf("kubernetes client from %q (or in-cluster config): %w", *kubeconfig, err)
+		return err
 	}
 	return runNode(ctx, kube, o, logger)
+}
+
+// kubeClientset connects to the cluster of kubeconfig, or to the one it
+// runs in when kubeconfig is empty, at qps requests per second.
+func kubeClientset(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
+	if qps <= 0 || burst <= 0 {
+		return nil, fmt.Errorf("kube-api-qps %v and kube-api-burst %d must be positive", qps, burst)
+	}
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client from %q (or in-cluster config): %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	return kubernetes.NewForConfig(cfg)
 }
 
 // runNode runs the virtual node until ctx ends.

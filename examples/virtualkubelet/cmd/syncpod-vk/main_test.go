@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -14,7 +15,19 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
+// envRunNode makes the test binary run the command itself (its flags
+// after the binary's name) instead of the tests: the many-nodes test starts
+// its node processes this way, so it needs no separate build.
+const envRunNode = "SYNCPOD_VK_RUN_NODE"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(envRunNode) == "1" {
+		if err := run(); err != nil {
+			fmt.Fprintln(os.Stderr, "syncpod-vk:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m,
 		// go.opencensus.io/stats/view starts this worker in its package
 		// init (it is imported by virtual-kubelet's nodeutil through its
@@ -25,7 +38,7 @@ func TestMain(m *testing.M) {
 // waitTimeout is generous: reaching it is a failure, not a measurement.
 const waitTimeout = 2 * time.Minute
 
-func eventually(t *testing.T, what string, cond func() string) {
+func eventually(t testing.TB, what string, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
