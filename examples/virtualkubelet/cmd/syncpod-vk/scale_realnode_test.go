@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -229,7 +231,7 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 		mu.Lock()
 		n := len(running)
 		mu.Unlock()
-		t.Fatalf("%d of %d pods Running and Ready after 10 minutes", n, total)
+		t.Fatalf("%d of %d pods Running and Ready after 10 minutes; not running: %s", n, total, notRunning(ctx, kube))
 	}
 	w.Stop()
 	<-watchDone
@@ -262,6 +264,33 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 	return r
 }
 
+// notRunning sums up, per node and phase, the pods not Running and Ready,
+// with one example each.
+func notRunning(ctx context.Context, kube kubernetes.Interface) string {
+	list, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	counts := map[string]int{}
+	example := map[string]string{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady) == corev1.ConditionTrue {
+			continue
+		}
+		k := p.Spec.NodeName + "/" + string(p.Status.Phase)
+		counts[k]++
+		if _, ok := example[k]; !ok {
+			example[k] = fmt.Sprintf("%s %v %v", p.Name, p.Status.Conditions, p.Status.ContainerStatuses)
+		}
+	}
+	var b strings.Builder
+	for k, n := range counts {
+		fmt.Fprintf(&b, "\n  %s: %d (e.g. %s)", k, n, example[k])
+	}
+	return b.String()
+}
+
 // Several syncpod-vk processes on one real control plane: every node
 // registers Ready, every pod bound to one runs, none is lost.
 func TestRealNodeManyVirtualNodes(t *testing.T) {
@@ -275,13 +304,27 @@ func TestRealNodeManyVirtualNodes(t *testing.T) {
 	t.Log(r)
 }
 
+// The benchmark's shape: 20 nodes x 50 pods unless SYNCPOD_VK_NODES and
+// SYNCPOD_VK_PODS_PER_NODE say otherwise.
+var (
+	benchNodes       = envInt("SYNCPOD_VK_NODES", 20)
+	benchPodsPerNode = envInt("SYNCPOD_VK_PODS_PER_NODE", 50)
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 // BenchmarkRealNodeManyVirtualNodes: 20 nodes x 50 pods on one real
 // control plane, the SIG-scalability density shape.
 //
 //	cd examples/virtualkubelet && SYNCPOD_REALNODE=require go test -run '^$' -bench RealNodeManyVirtualNodes -benchtime 1x ./cmd/syncpod-vk
 func BenchmarkRealNodeManyVirtualNodes(b *testing.B) {
 	for b.Loop() {
-		r := runScale(b, 20, 50)
+		r := runScale(b, benchNodes, benchPodsPerNode)
 		b.ReportMetric(float64(r.percentile(0.5).Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(r.percentile(0.99).Milliseconds()), "p99-ms")
 		b.ReportMetric(r.Requests/float64(r.Nodes*r.PodsPerNode), "api-requests/pod")
