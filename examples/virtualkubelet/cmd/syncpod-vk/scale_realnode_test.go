@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/syncpod/syncpod/internal/controlplane"
 	"github.com/syncpod/syncpod/internal/kubelethost"
@@ -170,7 +172,18 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 		t.Fatal(err)
 	}
 
-	w, err := kube.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	// One plain watch is not enough at this scale: the API server's watch
+	// cache closes a watcher that falls behind a burst of 1000 pods, and
+	// the count would stop there. The retry watcher resumes from the last
+	// resource version seen, so no transition is lost.
+	initial, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, initial.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kube.CoreV1().Pods("default").Watch(ctx, o)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +191,19 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	running := map[string]time.Time{}
+	var watchErr string
 	total := nodes * podsPerNode
 	allRunning := make(chan struct{})
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error { // the retry watcher gives up (410 Gone)
+				mu.Lock()
+				watchErr = fmt.Sprintf("%v", ev.Object)
+				mu.Unlock()
+				continue
+			}
 			p, ok := ev.Object.(*corev1.Pod)
 			if !ok || ev.Type == watch.Deleted || p.Status.Phase != corev1.PodRunning || podCondition(p, corev1.PodReady) != corev1.ConditionTrue {
 				continue
@@ -230,11 +250,13 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 	case <-time.After(10 * time.Minute):
 		mu.Lock()
 		n := len(running)
+		werr := watchErr
 		mu.Unlock()
-		t.Fatalf("%d of %d pods Running and Ready after 10 minutes; not running: %s", n, total, notRunning(ctx, kube))
+		t.Fatalf("%d of %d pods Running and Ready after 10 minutes (watch error: %q); not running: %s", n, total, werr, notRunning(ctx, kube))
 	}
 	w.Stop()
 	<-watchDone
+	<-w.Done()
 	r.Elapsed = time.Since(start)
 	for name, at := range running {
 		// A pod can be seen running before its Create call has returned.
@@ -283,6 +305,9 @@ func notRunning(ctx context.Context, kube kubernetes.Interface) string {
 		if _, ok := example[k]; !ok {
 			example[k] = fmt.Sprintf("%s %v %v", p.Name, p.Status.Conditions, p.Status.ContainerStatuses)
 		}
+	}
+	if len(counts) == 0 {
+		return fmt.Sprintf("none: the API server lists all %d pods Running and Ready", len(list.Items))
 	}
 	var b strings.Builder
 	for k, n := range counts {
