@@ -7,7 +7,9 @@
 //
 // The node registers itself (with the taint virtual-kubelet.io/provider=syncpod:NoSchedule
 // unless -taint=false), watches the pods scheduled to it and reports their
-// statuses. Logs, exec, attach and port-forward are not served. See the
+// statuses. With -nodes N one process runs N such nodes, each on its own
+// simulated runtime, to load a control plane as kubemark's hollow nodes
+// do. Logs, exec, attach and port-forward are not served. See the
 // module's README.md.
 package main
 
@@ -27,6 +29,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,8 +73,17 @@ func run() error {
 		debug      = flag.Bool("debug", false, "debug logging")
 		apiQPS     = flag.Float64("kube-api-qps", 50, "API server requests per second (the kubelet's kubeAPIQPS default)")
 		apiBurst   = flag.Int("kube-api-burst", 100, "API server request burst (the kubelet's kubeAPIBurst default)")
+		nodes      = flag.Int("nodes", 1, "virtual nodes this process runs, each on its own simulated runtime and named <nodename>-00, -01...; more than 1 needs the simulated runtime")
 	)
 	flag.Parse()
+	if *nodes < 1 {
+		return fmt.Errorf("-nodes %d: must be at least 1", *nodes)
+	}
+	if *nodes > 1 && *endpoint != "" {
+		// One runtime cannot tell the nodes' pods apart: each node would
+		// take the others' sandboxes for its own orphans.
+		return fmt.Errorf("-nodes %d with -cri-endpoint: several nodes need the simulated runtime, one each", *nodes)
+	}
 	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, nodeIP: *nodeIP,
 		taint: *taint, workers: *workers, capacity: corev1.ResourceList{}}
 	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
@@ -98,11 +110,41 @@ func run() error {
 	// nodeutil would build the client itself, but panics later if it
 	// cannot, and keeps client-go's 5 requests per second: a node with a
 	// few dozen pods then waits seconds to publish their statuses.
-	kube, err := kubeClientset(*kubeconfig, float32(*apiQPS), *apiBurst)
-	if err != nil {
-		return err
+	if *nodes == 1 {
+		kube, err := kubeClientset(*kubeconfig, float32(*apiQPS), *apiBurst)
+		if err != nil {
+			return err
+		}
+		return runNode(ctx, kube, o, logger)
 	}
-	return runNode(ctx, kube, o, logger)
+	return runNodes(ctx, *nodes, o, logger, func() (kubernetes.Interface, error) {
+		return kubeClientset(*kubeconfig, float32(*apiQPS), *apiBurst)
+	})
+}
+
+// runNodes runs n virtual nodes named after o.nodeName until ctx ends or
+// one of them fails, which stops the others. Each node has its own API
+// client, so each gets the kubelet's request rate, as n kubelets would.
+func runNodes(ctx context.Context, n int, o options, logger *zap.Logger, client func() (kubernetes.Interface, error)) error {
+	kubes := make([]kubernetes.Interface, n)
+	for i := range kubes {
+		var err error
+		if kubes[i], err = client(); err != nil {
+			return err
+		}
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for i, kube := range kubes {
+		no := o
+		no.nodeName = fmt.Sprintf("%s-%02d", o.nodeName, i)
+		g.Go(func() error {
+			if err := runNode(ctx, kube, no, logger.With(zap.String("node", no.nodeName))); err != nil {
+				return fmt.Errorf("node %s: %w", no.nodeName, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // kubeClientset connects to the cluster of kubeconfig, or to the one it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -102,4 +104,49 @@ func TestRunNodeOnFakeCluster(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// -nodes: one process runs several nodes, named after the prefix, each
+// registered Ready; stopping the process stops them all.
+func TestRunNodesRegistersEachNode(t *testing.T) {
+	kube := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	o := options{nodeName: "hollow", workers: 1, nodeIP: "192.0.2.1",
+		capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}
+	clients := 0
+	go func() {
+		done <- runNodes(ctx, 3, o, zap.NewNop(), func() (kubernetes.Interface, error) { clients++; return kube, nil })
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runNodes: %v", err)
+		}
+		if clients != 3 {
+			t.Errorf("%d API clients made, want one per node (3)", clients)
+		}
+	}()
+	for _, name := range []string{"hollow-00", "hollow-01", "hollow-02"} {
+		eventually(t, name+" Ready", func() string {
+			n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			if !nodeReady(n) {
+				return fmt.Sprintf("conditions %v", n.Status.Conditions)
+			}
+			return ""
+		})
+	}
+}
+
+// A client that cannot be made fails runNodes before any node starts.
+func TestRunNodesClientError(t *testing.T) {
+	boom := errors.New("no kubeconfig")
+	err := runNodes(context.Background(), 2, options{nodeName: "x"}, zap.NewNop(),
+		func() (kubernetes.Interface, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("runNodes = %v, want %v", err, boom)
+	}
 }

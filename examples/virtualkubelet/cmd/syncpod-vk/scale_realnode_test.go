@@ -28,7 +28,9 @@ import (
 
 // scaleResult is what one many-nodes run measured.
 type scaleResult struct {
-	Nodes, PodsPerNode int
+	// Processes run NodesPerProcess virtual nodes each.
+	Processes, NodesPerProcess, PodsPerNode int
+	Nodes                                   int
 	// Startup is each pod's time from its Create call returning to the
 	// watch showing it Running and Ready: the SIG-scalability pod startup
 	// latency (image present, no init containers), as a client sees it.
@@ -37,7 +39,8 @@ type scaleResult struct {
 	// apiserver_request_total, every client included), ByVerb split by verb.
 	Requests float64
 	ByVerb   map[string]float64
-	// CPU and RSS per node process over the burst: CPU used, RSS at the end.
+	// CPU and RSS per node over the burst: the CPU its process used and
+	// the process's RSS at the end, each divided by NodesPerProcess.
 	CPU []time.Duration
 	RSS []int64
 	// Elapsed is from the first Create to the last pod Running.
@@ -63,9 +66,9 @@ func mean[T int64 | time.Duration](xs []T) float64 {
 
 func (r scaleResult) String() string {
 	pods := r.Nodes * r.PodsPerNode
-	return fmt.Sprintf("%d nodes x %d pods: all running in %v; startup p50 %v p90 %v p99 %v; "+
+	return fmt.Sprintf("%d processes x %d nodes x %d pods: all running in %v; startup p50 %v p90 %v p99 %v; "+
 		"API requests %.0f (%.1f per pod; %v); per node CPU %.2fs RSS %.1f MB",
-		r.Nodes, r.PodsPerNode, r.Elapsed.Round(10*time.Millisecond),
+		r.Processes, r.NodesPerProcess, r.PodsPerNode, r.Elapsed.Round(10*time.Millisecond),
 		r.percentile(0.5).Round(time.Millisecond), r.percentile(0.9).Round(time.Millisecond), r.percentile(0.99).Round(time.Millisecond),
 		r.Requests, r.Requests/float64(pods), r.ByVerb,
 		mean(r.CPU)/float64(time.Second), mean(r.RSS)/(1<<20))
@@ -98,7 +101,8 @@ func apiRequests(ctx context.Context, kube kubernetes.Interface) (float64, map[s
 // fakes; the processes are this test binary running the command, so
 // under -race their CPU and memory include the race detector's), creates podsPerNode pods bound to each node, and measures until
 // every pod is Running and Ready.
-func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
+func runScale(t testing.TB, processes, nodesPerProcess, podsPerNode int) scaleResult {
+	nodes := processes * nodesPerProcess
 	cp := controlplane.Start(t, controlplane.WithAPIServerFlags("--max-requests-inflight=800", "--max-mutating-requests-inflight=400"))
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -120,14 +124,18 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 		}
 		wg.Wait()
 	})
-	names := make([]string, nodes)
-	for i := range nodes {
-		names[i] = fmt.Sprintf("hollow-%02d", i)
-		logf, err := os.Create(filepath.Join(dir, names[i]+".log"))
+	var names []string
+	for i := range processes {
+		prefix := fmt.Sprintf("hollow-%02d", i)
+		for j := range nodesPerProcess {
+			names = append(names, fmt.Sprintf("%s-%02d", prefix, j))
+		}
+		logf, err := os.Create(filepath.Join(dir, prefix+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "-kubeconfig", kubeconfig, "-nodename", names[i], "-taint=false", "-node-ip", "127.0.0.1")
+		cmd := exec.Command(bin, "-kubeconfig", kubeconfig, "-nodename", prefix, "-nodes", strconv.Itoa(nodesPerProcess),
+			"-taint=false", "-node-ip", "127.0.0.1")
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.Env = append(os.Environ(), envRunNode+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -159,8 +167,8 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 		return ""
 	})
 
-	r := scaleResult{Nodes: nodes, PodsPerNode: podsPerNode}
-	cpu0 := make([]time.Duration, nodes)
+	r := scaleResult{Processes: processes, NodesPerProcess: nodesPerProcess, Nodes: nodes, PodsPerNode: podsPerNode}
+	cpu0 := make([]time.Duration, processes)
 	for i, p := range procs {
 		var err error
 		if cpu0[i], err = procstat.CPU(p.Process.Pid); err != nil {
@@ -281,7 +289,10 @@ func runScale(t testing.TB, nodes, podsPerNode int) scaleResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.CPU, r.RSS = append(r.CPU, c-cpu0[i]), append(r.RSS, m)
+		for range nodesPerProcess {
+			r.CPU = append(r.CPU, (c-cpu0[i])/time.Duration(nodesPerProcess))
+			r.RSS = append(r.RSS, m/int64(nodesPerProcess))
+		}
 	}
 	return r
 }
@@ -316,12 +327,13 @@ func notRunning(ctx context.Context, kube kubernetes.Interface) string {
 	return b.String()
 }
 
-// Several syncpod-vk processes on one real control plane: every node
-// registers Ready, every pod bound to one runs, none is lost.
+// Two syncpod-vk processes of two virtual nodes each on one real control
+// plane: every node registers Ready, every pod bound to one runs, none is
+// lost.
 func TestRealNodeManyVirtualNodes(t *testing.T) {
-	r := runScale(t, 3, 10)
-	if len(r.Startup) != 30 {
-		t.Fatalf("%d pods measured, want 30", len(r.Startup))
+	r := runScale(t, 2, 2, 8)
+	if len(r.Startup) != 32 {
+		t.Fatalf("%d pods measured, want 32", len(r.Startup))
 	}
 	if r.Requests <= 0 {
 		t.Fatalf("the API server counted %v requests", r.Requests)
@@ -329,11 +341,13 @@ func TestRealNodeManyVirtualNodes(t *testing.T) {
 	t.Log(r)
 }
 
-// The benchmark's shape: 20 nodes x 50 pods unless SYNCPOD_VK_NODES and
-// SYNCPOD_VK_PODS_PER_NODE say otherwise.
+// The benchmark's shape: 20 nodes x 50 pods in one process unless
+// SYNCPOD_VK_NODES, SYNCPOD_VK_PODS_PER_NODE and SYNCPOD_VK_PROCESSES (the
+// nodes are split evenly among them) say otherwise.
 var (
 	benchNodes       = envInt("SYNCPOD_VK_NODES", 20)
 	benchPodsPerNode = envInt("SYNCPOD_VK_PODS_PER_NODE", 50)
+	benchProcesses   = envInt("SYNCPOD_VK_PROCESSES", 1)
 )
 
 func envInt(name string, def int) int {
@@ -344,12 +358,16 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkRealNodeManyVirtualNodes: 20 nodes x 50 pods on one real
-// control plane, the SIG-scalability density shape.
+// control plane, the SIG-scalability density shape, its nodes run by one
+// process as kubemark's hollow nodes are.
 //
 //	cd examples/virtualkubelet && SYNCPOD_REALNODE=require go test -run '^$' -bench RealNodeManyVirtualNodes -benchtime 1x ./cmd/syncpod-vk
 func BenchmarkRealNodeManyVirtualNodes(b *testing.B) {
+	if benchNodes%benchProcesses != 0 {
+		b.Fatalf("SYNCPOD_VK_NODES=%d is not a multiple of SYNCPOD_VK_PROCESSES=%d", benchNodes, benchProcesses)
+	}
 	for b.Loop() {
-		r := runScale(b, benchNodes, benchPodsPerNode)
+		r := runScale(b, benchProcesses, benchNodes/benchProcesses, benchPodsPerNode)
 		b.ReportMetric(float64(r.percentile(0.5).Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(r.percentile(0.99).Milliseconds()), "p99-ms")
 		b.ReportMetric(r.Requests/float64(r.Nodes*r.PodsPerNode), "api-requests/pod")
