@@ -6,6 +6,7 @@ import (
 	"fmt"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/internal/kubelethost"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 
@@ -99,7 +101,11 @@ func BenchmarkBurst(b *testing.B) {
 }
 
 // The scenarios on real containerd 2.4.2 with a loopback registry (pods
-// scaled down for a 2-core node). Run with -run '^$' -bench RealNode.
+// scaled down for a 2-core node), each run by the real kubelet (static
+// pods), then by the agent in baseline and in syncpod mode, on the same
+// containerd, every image removed before each run. Run with
+// -run '^$' -bench RealNodeScenarios -benchtime 1x; SYNCPOD_BENCH_SCENARIOS
+// (a comma list: burst,big-image,no-big-image,churn) picks some.
 func BenchmarkRealNodeScenarios(b *testing.B) {
 	n := testnode.Start(b)
 	var imgs []string
@@ -112,9 +118,14 @@ func BenchmarkRealNodeScenarios(b *testing.B) {
 	// In big-image the first image seen is the big pod's: it gets the big one.
 	bigReal := *real
 	bigReal.images = append([]string{big}, imgs...)
+	all := append([]string{big}, imgs...)
 	for i := 0; i < b.N; i++ {
 		var results []Result
+		var starts []startResult
 		for _, sc := range []Scenario{burst(1, 12), bigImage(1, true), bigImage(1, false), churn(1)} {
+			if only := os.Getenv("SYNCPOD_BENCH_SCENARIOS"); only != "" && !slices.Contains(splitList(only), sc.Name) {
+				continue
+			}
 			if sc.Churn != nil {
 				sc.Pods, sc.Churn.Total = sc.Pods[:20], 20
 			}
@@ -122,16 +133,33 @@ func BenchmarkRealNodeScenarios(b *testing.B) {
 			if sc.Name == "big-image" {
 				cfg.real = &bigReal
 			}
+			removeImages(b, n, all)
+			kr := runKubeletScenario(b, n, sc, cfg.real, cfg.timeout)
+			starts = append(starts, kr)
+			b.ReportMetric(float64(kr.P99.Milliseconds()), sc.Name+"-kubelet-p99-ms")
 			for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
+				removeImages(b, n, all)
+				rs := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string { return ns + "/" + name })
+				var stop func()
+				cfg.applied = rs.apply
+				cfg.settled = func() { stop() }
+				stop = rs.watch(context.Background(), 250*time.Millisecond)
 				r, err := runScenario(context.Background(), sc, mode, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 				results = append(results, r)
-				b.ReportMetric(float64(r.P99.Milliseconds()), sc.Name+"-"+string(mode)+"-p99-ms")
+				pods := cfg.real.rewrite(sc.Pods)
+				measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+				sr := newStartResult(sc.Name, string(mode), r.Pods, rs.startups(pods, measured), r.TimedOut)
+				starts = append(starts, sr)
+				b.ReportMetric(float64(sr.P99.Milliseconds()), sc.Name+"-"+string(mode)+"-p99-ms")
 			}
 		}
 		var table bytes.Buffer
+		fmt.Fprintf(&table, "pod startup from containerd's container start times (kubelet %s, static pods):\n", kubelethost.Version)
+		printStartTable(&table, starts)
+		fmt.Fprintf(&table, "\nthe agent's own view of its runs:\n")
 		printTable(&table, results, 1, n.Endpoint)
 		fmt.Fprint(os.Stdout, "\n"+table.String()) // b.Log would truncate the table
 	}

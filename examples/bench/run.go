@@ -57,6 +57,19 @@ type runConfig struct {
 	timeout  time.Duration
 	log      *zap.Logger
 	real     *realImages
+	// applied, when set, hears each pod's namespace/name as it is handed
+	// to the agent, for measurements made from outside it.
+	applied func(key string, at time.Time)
+	// settled, when set, is called once the run is measured, before the
+	// agent stops and removes its pods.
+	settled func()
+}
+
+func (rc runConfig) apply(a *agent.Agent, u agent.PodUpdate) {
+	if rc.applied != nil && u.Op == agent.OpAdd {
+		rc.applied(u.Pod.Namespace+"/"+u.Pod.Name, time.Now())
+	}
+	a.Apply(u)
 }
 
 func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig) (Result, error) {
@@ -146,10 +159,10 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	t0 := time.Now()
 	var stallEnd time.Time
 	if sc.Churn != nil {
-		res.TimedOut = !runChurn(a, pods, sc.Churn, deadline)
+		res.TimedOut = !runChurn(rc, a, pods, sc.Churn, deadline)
 	} else {
 		for _, p := range pods {
-			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"})
+			rc.apply(a, agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"})
 		}
 		if sc.Stall != nil && srv != nil {
 			stallTimer := time.AfterFunc(sc.Stall.After, func() { srv.Runtime().Stall(sc.Stall.For) })
@@ -202,6 +215,9 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
 	res.P50, res.P99 = agent.Percentile(res.Startups, 50), agent.Percentile(res.Startups, 99)
 
+	if rc.settled != nil {
+		rc.settled()
+	}
 	a.Stop()
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	if err := a.Cleanup(cctx); err != nil {
@@ -225,7 +241,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 
 // runChurn creates a pod every c.Every and deletes it c.Life later, then
 // waits for every worker to be gone. It reports false on timeout.
-func runChurn(a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Time) bool {
+func runChurn(rc runConfig, a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Time) bool {
 	type live struct {
 		pod *corev1.Pod
 		at  time.Time
@@ -237,7 +253,7 @@ func runChurn(a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Ti
 	for next < len(pods) || len(alive) > 0 {
 		now := time.Now()
 		if next < len(pods) {
-			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pods[next], Source: "bench"})
+			rc.apply(a, agent.PodUpdate{Op: agent.OpAdd, Pod: pods[next], Source: "bench"})
 			alive = append(alive, live{pods[next], now})
 			next++
 		}
@@ -282,6 +298,16 @@ func (r *realImages) rewrite(pods []*corev1.Pod) []*corev1.Pod {
 	out := make([]*corev1.Pod, len(pods))
 	for i, p := range pods {
 		p = p.DeepCopy()
+		// The pushed images are tagged latest, for which a kubelet would
+		// default to pulling before every container start (and meet its
+		// pull QPS); the scenarios mean a pull per image and node.
+		setPullPolicy := func(cs []corev1.Container) {
+			for j := range cs {
+				cs[j].ImagePullPolicy = corev1.PullIfNotPresent
+			}
+		}
+		setPullPolicy(p.Spec.InitContainers)
+		setPullPolicy(p.Spec.Containers)
 		for j := range p.Spec.InitContainers {
 			c := &p.Spec.InitContainers[j]
 			c.Image = pick(c.Image)

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/internal/kubelethost"
+	"github.com/syncpod/syncpod/internal/testnode"
+)
+
+// The kubelet's labels, which the agent puts on its containers too.
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelContainerName = "io.kubernetes.container.name"
+)
+
+// runtimeStarts measures pod startup from the runtime's own timestamps,
+// the same way for every orchestrator: a pod has started when every one
+// of its regular containers has, by the StartedAt containerd reports for
+// the container's first start, and its startup is from the moment it was
+// handed to the orchestrator (applied to the agent, or its manifest
+// written for the kubelet) to then.
+type runtimeStarts struct {
+	rt runtimeapi.RuntimeServiceClient
+	// podKey maps a container's pod labels to the scenario's
+	// namespace/name (the kubelet suffixes static pods with its node name).
+	podKey func(namespace, name string) string
+
+	mu      sync.Mutex
+	applied map[string]time.Time            // by namespace/name
+	started map[string]map[string]time.Time // namespace/name → container → first start
+	done    map[string]bool                 // container IDs already read
+}
+
+func newRuntimeStarts(rt runtimeapi.RuntimeServiceClient, podKey func(namespace, name string) string) *runtimeStarts {
+	return &runtimeStarts{rt: rt, podKey: podKey, applied: map[string]time.Time{},
+		started: map[string]map[string]time.Time{}, done: map[string]bool{}}
+}
+
+func (s *runtimeStarts) apply(key string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.applied[key]; !ok {
+		s.applied[key] = at
+	}
+}
+
+// poll reads the start time of every container that has started since
+// the last poll.
+func (s *runtimeStarts) poll(ctx context.Context) error {
+	resp, err := s.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return err
+	}
+	for _, c := range resp.Containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_CREATED || c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			continue
+		}
+		s.mu.Lock()
+		done := s.done[c.Id]
+		s.mu.Unlock()
+		if done {
+			continue
+		}
+		st, err := s.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.Id})
+		if err != nil || st.GetStatus().GetStartedAt() == 0 {
+			continue // gone meanwhile, or not started yet: the next poll sees it
+		}
+		key := s.podKey(c.Labels[labelPodNamespace], c.Labels[labelPodName])
+		at := time.Unix(0, st.Status.StartedAt)
+		s.mu.Lock()
+		s.done[c.Id] = true
+		if s.started[key] == nil {
+			s.started[key] = map[string]time.Time{}
+		}
+		name := c.Labels[labelContainerName]
+		if prev, ok := s.started[key][name]; !ok || at.Before(prev) {
+			s.started[key][name] = at
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// startups is, for each of pods that measured accepts and that has
+// started, its startup latency, sorted.
+func (s *runtimeStarts) startups(pods []*corev1.Pod, measured func(string) bool) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Duration
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		applied, ok := s.applied[key]
+		if !measured(key) || !ok {
+			continue
+		}
+		var last time.Time
+		complete := true
+		for _, c := range p.Spec.Containers {
+			at, ok := s.started[key][c.Name]
+			if !ok {
+				complete = false
+				break
+			}
+			if at.After(last) {
+				last = at
+			}
+		}
+		if complete {
+			out = append(out, max(0, last.Sub(applied)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// watch polls every period until ctx ends.
+func (s *runtimeStarts) watch(ctx context.Context, period time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			_ = s.poll(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = s.poll(context.Background()) // what started since the last tick
+	}
+}
+
+// startResult is one orchestrator's run of one scenario as the runtime
+// saw it.
+type startResult struct {
+	Scenario, Mode string
+	Pods, Started  int
+	Makespan       time.Duration // the slowest measured pod's startup
+	P50, P99       time.Duration
+	TimedOut       bool
+}
+
+func newStartResult(scenario, mode string, pods int, startups []time.Duration, timedOut bool) startResult {
+	r := startResult{Scenario: scenario, Mode: mode, Pods: pods, Started: len(startups), TimedOut: timedOut}
+	if len(startups) > 0 {
+		r.Makespan = startups[len(startups)-1]
+		r.P50, r.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+	}
+	return r
+}
+
+// runKubeletScenario runs sc's pods as static pods of a real kubelet
+// (kubelethost, its defaults: serial image pulls, the generic PLEG
+// relisting every second) on n's containerd. The kubelet is stopped and
+// every sandbox it made removed before it returns.
+func runKubeletScenario(b *testing.B, n *testnode.Node, sc Scenario, real *realImages, timeout time.Duration) startResult {
+	k := kubelethost.Start(b, n.Endpoint)
+	suffix := "-" + k.NodeName
+	starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
+		return ns + "/" + strings.TrimSuffix(name, suffix)
+	})
+	pods := real.rewrite(sc.Pods)
+	for _, p := range pods {
+		p.UID = ""                // the kubelet derives a static pod's UID from its manifest
+		p.Spec.HostNetwork = true // the node has no CNI; the agent uses the node's network too
+	}
+	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	want := 0
+	for _, p := range pods {
+		if measured(p.Namespace + "/" + p.Name) {
+			want++
+		}
+	}
+	write := func(p *corev1.Pod) {
+		starts.apply(p.Namespace+"/"+p.Name, time.Now())
+		if err := k.WriteStaticPod(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	stop := starts.watch(ctx, 250*time.Millisecond)
+	deadline := time.Now().Add(timeout)
+	timedOut := false
+	if sc.Churn != nil {
+		type live struct {
+			name string
+			at   time.Time
+		}
+		var alive []live
+		tick := time.NewTicker(sc.Churn.Every)
+		for next := 0; next < len(pods) || len(alive) > 0; {
+			now := time.Now()
+			if next < len(pods) {
+				write(pods[next])
+				alive = append(alive, live{pods[next].Name, now})
+				next++
+			}
+			for len(alive) > 0 && now.Sub(alive[0].at) >= sc.Churn.Life {
+				if err := k.RemoveStaticPod(alive[0].name); err != nil {
+					b.Fatal(err)
+				}
+				alive = alive[1:]
+			}
+			if now.After(deadline) {
+				timedOut = true
+				break
+			}
+			<-tick.C
+		}
+		tick.Stop()
+	} else {
+		for _, p := range pods {
+			write(p)
+		}
+		for len(starts.startups(pods, measured)) < want {
+			if time.Now().After(deadline) {
+				timedOut = true
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+			_ = starts.poll(ctx)
+		}
+	}
+	stop()
+	r := newStartResult(sc.Name, "kubelet", want, starts.startups(pods, measured), timedOut)
+	if entries, err := k.Log(); err == nil {
+		b.Logf("kubelet, %s: %s", sc.Name, errorSummary(entries))
+	}
+	if err := k.Close(); err != nil {
+		b.Logf("kubelet close: %v", err)
+	}
+	removeAllSandboxes(b, n)
+	return r
+}
+
+// removeAllSandboxes stops and removes every sandbox on n's runtime, so
+// the next orchestrator starts on an empty node.
+func removeAllSandboxes(b *testing.B, n *testnode.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt := n.RuntimeService()
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sb := range resp.Items {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			b.Fatalf("stop sandbox %s: %v", sb.Id, err)
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			b.Fatalf("remove sandbox %s: %v", sb.Id, err)
+		}
+	}
+}
+
+// removeImages removes images from n's runtime, so each orchestrator
+// pulls what its scenario needs itself instead of finding what the one
+// before it pulled.
+func removeImages(b *testing.B, n *testnode.Node, images []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, img := range images {
+		if _, err := n.ImageService().RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+			b.Fatalf("remove image %s: %v", img, err)
+		}
+	}
+}
+
+// printStartTable renders the runs as the runtime saw them, each
+// orchestrator's row beside the real kubelet's, with the ratios to it.
+func printStartTable(w io.Writer, results []startResult) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tmode\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\t")
+	kubelet := map[string]startResult{}
+	for _, r := range results {
+		if r.Mode == "kubelet" {
+			kubelet[r.Scenario] = r
+		}
+	}
+	for _, r := range results {
+		to := ""
+		if r.TimedOut {
+			to = " (timeout)"
+		}
+		r50, r99 := "-", "-"
+		if k, ok := kubelet[r.Scenario]; ok && r.Mode != "kubelet" && r.P50 > 0 && r.P99 > 0 {
+			r50 = fmt.Sprintf("%.2fx", float64(k.P50)/float64(r.P50))
+			r99 = fmt.Sprintf("%.2fx", float64(k.P99)/float64(r.P99))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Mode, r.Started, r.Pods,
+			ms(r.Makespan), to, ms(r.P50), ms(r.P99), r50, r99)
+	}
+	_ = tw.Flush()
+}
+
+// errorSummary counts the kubelet's error entries by message, so a slow
+// column can be told from a failing one.
+func errorSummary(entries []kubelethost.LogEntry) string {
+	kinds := map[string]int{}
+	for _, e := range entries {
+		if e.Severity == 'E' || e.Severity == 'F' {
+			kind := e.Message
+			if e.Err != "" {
+				kind += ": " + e.Err
+			}
+			if len(kind) > 160 {
+				kind = kind[:160] + "..."
+			}
+			kinds[kind]++
+		}
+	}
+	if len(kinds) == 0 {
+		return "no errors logged"
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		fmt.Fprintf(&b, "\n    %d x %s", kinds[k], k)
+	}
+	return fmt.Sprintf("%d kinds of error logged:%s", len(kinds), b.String())
+}
