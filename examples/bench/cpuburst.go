@@ -24,6 +24,8 @@ import (
 // runtime whose starts are CPU-bound (crisim's CPU model with 2 cores, or
 // a real containerd), run five ways in one process:
 //
+//	kubelet      a real kubelet's static pods (real-node benchmark only; measured
+//	             from containerd's container start times)
 //	serial       one pod after another, one container after another (a kubelet-like ideal of no overlap)
 //	all-at-once  every pod at once, each pod's containers at once
 //	baseline     the agent in baseline mode
@@ -154,6 +156,18 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	deadline := time.Now().Add(rc.timeout)
 	var startups []time.Duration
 	switch mode {
+	case "kubelet":
+		if rc.external == nil {
+			close(probeStop)
+			probeWG.Wait()
+			return res, fmt.Errorf("mode kubelet needs a kubelet to run the pods")
+		}
+		startups, res.TimedOut, err = rc.external(ctx, pods, deadline)
+		if err != nil {
+			close(probeStop)
+			probeWG.Wait()
+			return res, err
+		}
 	case "serial", "all-at-once":
 		startups, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:

@@ -233,25 +233,66 @@ func runKubeletScenario(b *testing.B, n *testnode.Node, sc Scenario, real *realI
 		for _, p := range pods {
 			write(p)
 		}
-		for len(starts.startups(pods, measured)) < want {
-			if time.Now().After(deadline) {
-				timedOut = true
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-			_ = starts.poll(ctx)
-		}
+		timedOut = !waitStarted(ctx, starts, pods, measured, want, deadline)
 	}
 	stop()
 	r := newStartResult(sc.Name, "kubelet", want, starts.startups(pods, measured), timedOut)
+	closeKubelet(b, n, k, sc.Name)
+	return r
+}
+
+// waitStarted polls until want of pods have started; false when the
+// deadline passed first.
+func waitStarted(ctx context.Context, starts *runtimeStarts, pods []*corev1.Pod, measured func(string) bool, want int, deadline time.Time) bool {
+	for len(starts.startups(pods, measured)) < want {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+		_ = starts.poll(ctx)
+	}
+	return true
+}
+
+// closeKubelet logs what the kubelet logged as errors, stops it and
+// removes every sandbox from the node.
+func closeKubelet(b *testing.B, n *testnode.Node, k *kubelethost.Kubelet, what string) {
 	if entries, err := k.Log(); err == nil {
-		b.Logf("kubelet, %s: %s", sc.Name, errorSummary(entries))
+		b.Logf("kubelet, %s: %s", what, errorSummary(entries))
 	}
 	if err := k.Close(); err != nil {
 		b.Logf("kubelet close: %v", err)
 	}
 	removeAllSandboxes(b, n)
-	return r
+}
+
+// kubeletExternal runs the cpu-burst's pods as a real kubelet's static
+// pods, all written at once, on n's containerd.
+func kubeletExternal(b *testing.B, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
+	return func(ctx context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
+		k := kubelethost.Start(b, n.Endpoint)
+		suffix := "-" + k.NodeName
+		starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
+			return ns + "/" + strings.TrimSuffix(name, suffix)
+		})
+		stop := starts.watch(ctx, 250*time.Millisecond)
+		all := func(string) bool { return true }
+		for _, p := range pods {
+			p = p.DeepCopy()
+			p.UID, p.Spec.HostNetwork = "", true
+			starts.apply(p.Namespace+"/"+p.Name, time.Now())
+			if err := k.WriteStaticPod(p); err != nil {
+				stop()
+				closeKubelet(b, n, k, "cpu-burst")
+				return nil, false, err
+			}
+		}
+		ok := waitStarted(ctx, starts, pods, all, len(pods), deadline)
+		stop()
+		startups := starts.startups(pods, all)
+		closeKubelet(b, n, k, "cpu-burst")
+		return startups, !ok, nil
+	}
 }
 
 // removeAllSandboxes stops and removes every sandbox on n's runtime, so

@@ -63,6 +63,10 @@ type runConfig struct {
 	// settled, when set, is called once the run is measured, before the
 	// agent stops and removes its pods.
 	settled func()
+	// external, when set, runs pods with an orchestrator outside this
+	// process (the cpu-burst's "kubelet" mode): it returns each started
+	// pod's startup and whether the deadline passed first.
+	external func(ctx context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error)
 }
 
 func (rc runConfig) apply(a *agent.Agent, u agent.PodUpdate) {
