@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -174,7 +175,7 @@ func newStartResult(scenario, mode string, pods int, startups []time.Duration, t
 // (kubelethost, its defaults: serial image pulls, the generic PLEG
 // relisting every second) on n's containerd. The kubelet is stopped and
 // every sandbox it made removed before it returns.
-func runKubeletScenario(b *testing.B, n *testnode.Node, sc Scenario, real *realImages, timeout time.Duration) startResult {
+func runKubeletScenario(b testing.TB, n *testnode.Node, sc Scenario, real *realImages, timeout time.Duration) startResult {
 	k := kubelethost.Start(b, n.Endpoint)
 	suffix := "-" + k.NodeName
 	starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
@@ -256,7 +257,7 @@ func waitStarted(ctx context.Context, starts *runtimeStarts, pods []*corev1.Pod,
 
 // closeKubelet logs what the kubelet logged as errors, stops it and
 // removes every sandbox from the node.
-func closeKubelet(b *testing.B, n *testnode.Node, k *kubelethost.Kubelet, what string) {
+func closeKubelet(b testing.TB, n *testnode.Node, k *kubelethost.Kubelet, what string) {
 	if entries, err := k.Log(); err == nil {
 		b.Logf("kubelet, %s: %s", what, errorSummary(entries))
 	}
@@ -268,7 +269,7 @@ func closeKubelet(b *testing.B, n *testnode.Node, k *kubelethost.Kubelet, what s
 
 // kubeletExternal runs the cpu-burst's pods as a real kubelet's static
 // pods, all written at once, on n's containerd.
-func kubeletExternal(b *testing.B, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
+func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
 	return func(ctx context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
 		k := kubelethost.Start(b, n.Endpoint)
 		suffix := "-" + k.NodeName
@@ -297,7 +298,7 @@ func kubeletExternal(b *testing.B, n *testnode.Node) func(context.Context, []*co
 
 // removeAllSandboxes stops and removes every sandbox on n's runtime, so
 // the next orchestrator starts on an empty node.
-func removeAllSandboxes(b *testing.B, n *testnode.Node) {
+func removeAllSandboxes(b testing.TB, n *testnode.Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rt := n.RuntimeService()
@@ -318,7 +319,7 @@ func removeAllSandboxes(b *testing.B, n *testnode.Node) {
 // removeImages removes images from n's runtime, so each orchestrator
 // pulls what its scenario needs itself instead of finding what the one
 // before it pulled.
-func removeImages(b *testing.B, n *testnode.Node, images []string) {
+func removeImages(b testing.TB, n *testnode.Node, images []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, img := range images {
@@ -379,4 +380,42 @@ func errorSummary(entries []kubelethost.LogEntry) string {
 		fmt.Fprintf(&b, "\n    %d x %s", kinds[k], k)
 	}
 	return fmt.Sprintf("%d kinds of error logged:%s", len(kinds), b.String())
+}
+
+// The real-node benchmark's kubelet column and its measurement, small: a
+// real kubelet and the agent each start three burst pods on one
+// containerd, every pod's startup is read from containerd's timestamps,
+// and the kubelet leaves no sandbox behind.
+func TestRealNodeKubeletColumn(t *testing.T) {
+	n := testnode.Start(t)
+	img := n.PushImage(t, "bench/a", testnode.WithSize(2<<20))
+	real := &realImages{images: []string{img}, initCmd: []string{"/workload"}, initArgs: []string{"sleep", "100ms", "exit", "0"}}
+	sc := burst(1, 3)
+	kr := runKubeletScenario(t, n, sc, real, 3*time.Minute)
+	if kr.TimedOut || kr.Started != 3 || kr.P99 <= 0 {
+		t.Fatalf("kubelet: %+v, want 3 pods started with startups measured", kr)
+	}
+	ctx := context.Background()
+	left, err := n.RuntimeService().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) != 0 {
+		t.Fatalf("%d sandboxes left after the kubelet's run", len(left.Items))
+	}
+	removeImages(t, n, []string{img})
+	rs := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string { return ns + "/" + name })
+	var stop func()
+	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 3 * time.Minute, log: zap.NewNop(), real: real,
+		applied: rs.apply, settled: func() { stop() }}
+	stop = rs.watch(ctx, 250*time.Millisecond)
+	r, err := runScenario(ctx, sc, agent.ModeSyncPod, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rs.startups(real.rewrite(sc.Pods), func(string) bool { return true })
+	if r.Started != 3 || len(got) != 3 {
+		t.Fatalf("syncpod: agent saw %d pods running, containerd's timestamps %d; want 3 each", r.Started, len(got))
+	}
+	t.Logf("kubelet p99 %v; syncpod p99 %v (containerd) / %v (agent)", kr.P99, got[2], r.P99)
 }
