@@ -128,7 +128,12 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	if err != nil {
 		return res, err
 	}
-	_ = cleaner.Cleanup(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = cleaner.Cleanup(cctx)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("pods of an earlier run: %w", err)
+	}
 
 	probeStop := make(chan struct{})
 	var probeWG sync.WaitGroup
@@ -180,7 +185,7 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	}
 	close(probeStop)
 	probeWG.Wait()
-	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	if err := cleaner.Cleanup(cctx); err != nil {
 		rc.log.Warn("cleanup", zap.Error(err))
 	}

@@ -120,7 +120,12 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		return res, err
 	}
 	if rc.endpoint != "" { // a real runtime may hold pods of an earlier, interrupted run
-		_ = a.Cleanup(ctx)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := a.Cleanup(cctx)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("%s: pods of an earlier run: %w", sc.Name, err)
+		}
 	}
 	if err := a.Start(); err != nil {
 		return res, err

@@ -39,7 +39,9 @@
 //	                       latency histogram, image pulls and their duration,
 //	                       PLEG relist duration, PLEG health
 //	--cleanup              on exit, remove the pods this agent made (always
-//	                       done on the embedded runtime)
+//	                       done on the embedded runtime); failed removals are
+//	                       retried until --cleanup-timeout (default 5m), then
+//	                       the pods left are named and the exit status is 1
 //
 // SIGINT or SIGTERM stops every worker (running syncs and pulls are
 // cancelled), the PLEG and the metrics server, and prints the summary.

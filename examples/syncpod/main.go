@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,9 +36,14 @@ type options struct {
 	logLevel    string
 	metricsAddr string
 	cleanup     bool
+	cleanupWait time.Duration
 	timeout     time.Duration
 	untilUp     bool
 }
+
+// defaultCleanupWait bounds the retries of --cleanup: long enough for a
+// loaded containerd to stop 50 pods whose calls time out now and then.
+const defaultCleanupWait = 5 * time.Minute
 
 func main() {
 	var o options
@@ -49,6 +55,7 @@ func main() {
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. :9090")
 	fs.BoolVar(&o.cleanup, "cleanup", false, "remove the pods this agent made on exit (always done on the embedded runtime)")
+	fs.DurationVar(&o.cleanupWait, "cleanup-timeout", defaultCleanupWait, "with --cleanup: keep retrying the removal this long, then name the pods left and exit non-zero")
 	fs.DurationVar(&o.timeout, "demo-timeout", defaultDemoTimeout, "demo: give up waiting for the pods after this long")
 	fs.BoolVar(&o.untilUp, "exit-when-running", false, "with --manifests: exit once every pod is running (for scripts)")
 	fs.Usage = func() {
@@ -145,21 +152,34 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := a.Start(); err != nil {
 		return err
 	}
-	stopAgent := func() {
+	// stopAgent stops the agent and, with cleanup, removes its pods: a
+	// failed removal is retried until --cleanup-timeout, and what is left
+	// then fails the run, so nothing the agent made is left silently.
+	stopAgent := func() error {
 		a.Stop()
-		if o.cleanup {
-			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := a.Cleanup(cctx); err != nil {
-				log.Warn("cleanup", zap.Error(err))
-			}
+		if !o.cleanup {
+			return nil
 		}
+		wait := o.cleanupWait
+		if wait <= 0 {
+			wait = defaultCleanupWait
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := a.Cleanup(cctx); err != nil {
+			var ce *agent.CleanupError
+			if errors.As(err, &ce) {
+				return fmt.Errorf("cleanup: %d pods still on the runtime after %v: %s (last error: %w)",
+					len(ce.Remaining), wait, strings.Join(ce.Remaining, ", "), ce.Err)
+			}
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		return nil
 	}
 	if o.metricsAddr != "" {
 		shutdown, err := serveMetrics(o.metricsAddr, reg, log)
 		if err != nil {
-			stopAgent()
-			return err
+			return errors.Join(err, stopAgent())
 		}
 		defer shutdown()
 	}
@@ -195,12 +215,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			err = e
 		}
 		snap, stats := a.Snapshot(), a.Stats()
-		stopAgent()
+		cerr := stopAgent()
 		progress.clear()
 		if perr := printSummary(out, snap, stats, time.Since(start), mode, o.json); perr != nil {
-			return perr
+			return errors.Join(perr, cerr)
 		}
-		return err
+		return errors.Join(err, cerr)
 	}
 
 	for _, p := range pods {
@@ -210,15 +230,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer cancel()
 	err = progress.loop(dctx, a, demoDone)
 	snap, stats := a.Snapshot(), a.Stats()
-	stopAgent()
+	cerr := stopAgent()
 	progress.clear()
 	if perr := printSummary(out, snap, stats, time.Since(start), mode, o.json); perr != nil {
-		return perr
+		return errors.Join(perr, cerr)
 	}
 	if errors.Is(dctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("demo: pods not running after %v", o.timeout)
+		return errors.Join(fmt.Errorf("demo: pods not running after %v", o.timeout), cerr)
 	}
-	return err
+	return errors.Join(err, cerr)
 }
 
 // demoDone: every pod is running, and the crash-looping one is in back-off.

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+
+	"github.com/syncpod/syncpod/criclient/crisim"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,4 +82,27 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	if err := run(context.Background(), options{mode: "syncpod", logLevel: "info", endpoint: "unix:///nowhere"}, &bytes.Buffer{}); err == nil {
 		t.Error("a real runtime without manifests accepted")
 	}
+}
+
+// --cleanup on a runtime that cannot remove sandboxes: the run retries
+// until --cleanup-timeout, then fails naming the pod it left.
+func TestRunCleanupNamesPodsLeft(t *testing.T) {
+	srv, err := crisim.Start(crisim.WithImage("registry.sim/app:1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.Runtime().SetErrorRate("RemovePodSandbox", 1, codes.Unavailable)
+	dir := t.TempDir()
+	manifest := "metadata: {name: stuck}\nspec: {containers: [{name: a, image: registry.sim/app:1}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options{manifests: dir, endpoint: srv.Endpoint(), mode: "syncpod", json: true, logLevel: "error",
+		untilUp: true, cleanup: true, cleanupWait: 500 * time.Millisecond}
+	err = run(context.Background(), o, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "1 pods still on the runtime") || !strings.Contains(err.Error(), "default/stuck") {
+		t.Fatalf("run = %v, want a cleanup failure naming default/stuck", err)
+	}
+	srv.Runtime().SetErrorRate("RemovePodSandbox", 0, codes.OK)
 }

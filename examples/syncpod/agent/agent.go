@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -260,31 +259,6 @@ func (a *Agent) Stop() {
 			_ = a.admission.Close()
 		}
 	})
-}
-
-// Cleanup removes every sandbox the agent (or an earlier run of it) made,
-// with their containers. Call it after Stop.
-func (a *Agent) Cleanup(ctx context.Context) error {
-	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{managedLabel: "true"}})
-	if err != nil {
-		return fmt.Errorf("agent: cleanup: ListPodSandbox: %w", err)
-	}
-	var mu sync.Mutex
-	var errs []error
-	var g errgroup.Group
-	g.SetLimit(8) // pods are independent; the runtime bounds itself
-	for _, sb := range sbs {
-		g.Go(func() error {
-			if err := a.removeSandbox(ctx, sb.Id); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return errors.Join(errs...)
 }
 
 func (a *Agent) removeSandbox(ctx context.Context, id string) error {

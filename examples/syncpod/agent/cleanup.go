@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Cleanup back-off between passes: a loaded runtime that timed a call
+// out is given time, and a pass that removed everything ends at once.
+const (
+	cleanupRetryInitial = 200 * time.Millisecond
+	cleanupRetryMax     = 5 * time.Second
+)
+
+// CleanupError is what Cleanup returns when ctx ended with pods of the
+// agent still on the runtime.
+type CleanupError struct {
+	// Remaining names each pod (namespace/name) that still has a sandbox,
+	// sorted.
+	Remaining []string
+	// Err is the last failure of a pass (a runtime error, or ctx's error).
+	Err error
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("agent: cleanup: %d pods remain (%s): %v", len(e.Remaining), strings.Join(e.Remaining, ", "), e.Err)
+}
+
+func (e *CleanupError) Unwrap() error { return e.Err }
+
+// Cleanup removes every sandbox the agent (or an earlier run of it) made,
+// with their containers. Call it after Stop.
+//
+// A pass lists the agent's sandboxes and removes them, 8 at a time; when
+// a call fails (a loaded runtime times StopPodSandbox out, say) Cleanup
+// waits, doubling from 200 ms to 5 s, and passes again, until nothing of
+// the agent is left (it returns nil) or ctx ends: then it returns a
+// *CleanupError naming the pods that remain. Give ctx the deadline you can
+// afford; without one Cleanup keeps trying while the runtime fails.
+func (a *Agent) Cleanup(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("agent: Cleanup: ctx must not be nil")
+	}
+	delay := cleanupRetryInitial
+	var remaining map[string]string // sandbox ID → namespace/name, as last listed
+	for {
+		left, err := a.cleanupPass(ctx, remaining)
+		if err == nil {
+			return nil
+		}
+		remaining = left
+		if ctx.Err() != nil {
+			return cleanupError(remaining, err)
+		}
+		a.log.Debug("cleanup: retrying")
+		t := a.clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cleanupError(remaining, err)
+		case <-t.C():
+		}
+		delay = min(2*delay, cleanupRetryMax)
+	}
+}
+
+func cleanupError(remaining map[string]string, last error) *CleanupError {
+	names := map[string]bool{}
+	for _, n := range remaining {
+		names[n] = true
+	}
+	e := &CleanupError{Err: last}
+	for n := range names {
+		e.Remaining = append(e.Remaining, n)
+	}
+	sort.Strings(e.Remaining)
+	return e
+}
+
+// cleanupPass lists the agent's sandboxes and removes each. It returns
+// nil when nothing is left; otherwise the sandboxes that are left (the
+// previous listing when the list itself failed) and why.
+func (a *Agent) cleanupPass(ctx context.Context, previous map[string]string) (map[string]string, error) {
+	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{managedLabel: "true"}})
+	if err != nil {
+		return previous, fmt.Errorf("ListPodSandbox: %w", err)
+	}
+	left := map[string]string{}
+	var mu sync.Mutex
+	var errs []error
+	var g errgroup.Group
+	g.SetLimit(8) // pods are independent; the runtime bounds itself
+	for _, sb := range sbs {
+		g.Go(func() error {
+			if err := a.removeSandbox(ctx, sb.Id); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				left[sb.Id] = sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if len(errs) > 0 {
+		return left, errors.Join(errs...)
+	}
+	return nil, nil
+}
