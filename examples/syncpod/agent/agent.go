@@ -238,7 +238,11 @@ func (a *Agent) Apply(u PodUpdate) {
 		if u.Pod != nil {
 			a.emit(Event{Type: EventDeleted, Pod: podKey(u.Pod)})
 		}
-		a.workers.KillPod(uid)
+		var grace *int64
+		if u.Pod != nil {
+			grace = u.Pod.DeletionGracePeriodSeconds
+		}
+		a.workers.KillPod(uid, grace)
 	}
 }
 
@@ -304,6 +308,11 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	var errs []error
 	for _, sb := range sbs {
+		// A failed graceful stop still removes the pod: removeSandbox
+		// kills what did not stop.
+		if err := a.stopContainersGracefully(ctx, pod, sb.Id); err != nil {
+			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
+		}
 		if err := a.removeSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, err)
 		}

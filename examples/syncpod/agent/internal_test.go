@@ -238,7 +238,7 @@ func TestPodWorkersKillCancelsRunningSync(t *testing.T) {
 	w.onExit = func(uid types.UID) { exited.Add(1) }
 	w.UpdatePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
 	<-entered
-	w.KillPod("u")
+	w.KillPod("u", nil)
 	for w.Len() != 0 {
 		time.Sleep(time.Millisecond)
 	}

@@ -43,7 +43,7 @@ func (o Op) String() string {
 // PodUpdate is one desired-state change: a pod added, changed or deleted.
 type PodUpdate struct {
 	Op     Op          // what happened to the pod
-	Pod    *corev1.Pod // the desired pod; for OpDelete, the last known pod (may be nil if UID is set)
+	Pod    *corev1.Pod // the desired pod; for OpDelete, the last known pod (may be nil if UID is set), whose DeletionGracePeriodSeconds, when set, shortens the kill
 	UID    types.UID   // optional for OpDelete
 	Source string      // where the update came from, e.g. the manifest file
 }

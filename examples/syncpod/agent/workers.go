@@ -107,7 +107,7 @@ func (p *podWorkers) UpdatePod(pod *corev1.Pod) {
 
 // KillPod asks the pod's worker to cancel its running sync, remove the pod
 // from the runtime and exit. Unknown pods are ignored.
-func (p *podWorkers) KillPod(uid types.UID) {
+func (p *podWorkers) KillPod(uid types.UID, deletionGrace *int64) {
 	p.mu.Lock()
 	w, ok := p.workers[uid]
 	p.mu.Unlock()
@@ -115,6 +115,13 @@ func (p *podWorkers) KillPod(uid types.UID) {
 		return
 	}
 	w.mu.Lock()
+	if deletionGrace != nil && w.desired != nil {
+		// The kill uses the deletion's grace period (a copy: the pod
+		// may be shared with the caller).
+		d := w.desired.DeepCopy()
+		d.DeletionGracePeriodSeconds = deletionGrace
+		w.desired = d
+	}
 	w.terminating = true
 	w.readd = nil
 	if w.cancelSync != nil {
