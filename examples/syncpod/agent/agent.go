@@ -310,7 +310,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	for _, sb := range sbs {
 		// A failed graceful stop still removes the pod: removeSandbox
 		// kills what did not stop.
-		if err := a.stopContainersGracefully(ctx, pod, sb.Id); err != nil {
+		if err := a.stopContainersGracefully(ctx, killGracePeriod(pod), sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
 		}
 		if err := a.removeSandbox(ctx, sb.Id); err != nil {

@@ -134,19 +134,34 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 		st.index()
 		return st
 	}
-	var sbCreated int64
+	// A container status does not name its sandbox: a container belongs
+	// to the newest sandbox created before it.
+	cands := make([]sandboxCandidate, len(ps.SandboxStatuses))
 	for i, sb := range ps.SandboxStatuses {
-		if i == 0 {
-			st.SandboxID = sb.Id
-			st.SandboxReady = sb.State == runtimeapi.PodSandboxState_SANDBOX_READY
-			st.SandboxAttempt = sb.GetMetadata().GetAttempt()
-			sbCreated = sb.CreatedAt
-			continue
+		cands[i] = sandboxCandidate{id: sb.Id, ready: sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+			attempt: sb.GetMetadata().GetAttempt(), created: sb.CreatedAt}
+	}
+	owner := func(created int64) int {
+		o := -1
+		for i, c := range cands {
+			if c.created <= created && (o < 0 || c.created > cands[o].created) {
+				o = i
+			}
 		}
-		st.OldSandboxes = append(st.OldSandboxes, sb.Id)
+		return o
 	}
 	for _, c := range ps.ContainerStatuses {
-		if st.SandboxID == "" || c.CreatedAt < sbCreated {
+		if o := owner(c.CreatedAt); o >= 0 && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			cands[o].running++
+		}
+	}
+	chosen, staleReady, others := pickSandbox(cands)
+	if chosen >= 0 {
+		st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
+		st.OldSandboxes, st.StaleReady = others, staleReady
+	}
+	for _, c := range ps.ContainerStatuses {
+		if st.SandboxID == "" || owner(c.CreatedAt) != chosen {
 			continue
 		}
 		s := &ContainerStatus{

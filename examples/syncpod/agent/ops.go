@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ func containerConfig(pod *corev1.Pod, step containerStart) *runtimeapi.Container
 		kind = "init"
 	}
 	ann[annotationInit] = kind
+	// The kubelet's annotation: a later run that finds the container
+	// without its pod (an orphan) stops it with the pod's grace period.
+	ann[annotationGracePeriod] = strconv.FormatInt(gracePeriod(pod), 10)
 	envs := make([]*runtimeapi.KeyValue, 0, len(c.Env))
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {

@@ -66,6 +66,7 @@ type PodStatus struct {
 	SandboxReady   bool                        // the newest sandbox is ready
 	SandboxAttempt uint32                      // the newest sandbox's attempt
 	OldSandboxes   []string                    // other sandboxes of the pod, to remove
+	StaleReady     []string                    // other sandboxes that are ready: duplicates to remove now
 	Containers     []*ContainerStatus          // all instances, newest first
 	latest         map[string]*ContainerStatus // by name, newest instance
 }
@@ -122,29 +123,28 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 		return nil, fmt.Errorf("inspect pod %s: ListPodSandbox: %w", uid, err)
 	}
 	st := &PodStatus{UID: uid}
-	var newest *runtimeapi.PodSandbox
-	for _, sb := range sbs {
-		if newest == nil || sb.GetMetadata().GetAttempt() > newest.GetMetadata().GetAttempt() ||
-			(sb.GetMetadata().GetAttempt() == newest.GetMetadata().GetAttempt() && sb.CreatedAt > newest.CreatedAt) {
-			newest = sb
-		}
-	}
-	for _, sb := range sbs {
-		if sb != newest {
-			st.OldSandboxes = append(st.OldSandboxes, sb.Id)
-		}
-	}
-	if newest == nil {
+	if len(sbs) == 0 {
 		st.index()
 		return st, nil
 	}
-	st.SandboxID = newest.Id
-	st.SandboxReady = newest.State == runtimeapi.PodSandboxState_SANDBOX_READY
-	st.SandboxAttempt = newest.GetMetadata().GetAttempt()
 	cs, err := in.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
 	if err != nil {
 		return nil, fmt.Errorf("inspect pod %s: ListContainers: %w", uid, err)
 	}
+	running := map[string]int{}
+	for _, c := range cs {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running[c.PodSandboxId]++
+		}
+	}
+	cands := make([]sandboxCandidate, len(sbs))
+	for i, sb := range sbs {
+		cands[i] = sandboxCandidate{id: sb.Id, ready: sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+			attempt: sb.GetMetadata().GetAttempt(), created: sb.CreatedAt, running: running[sb.Id]}
+	}
+	chosen, staleReady, others := pickSandbox(cands)
+	st.OldSandboxes, st.StaleReady = others, staleReady
+	st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
 	for _, c := range cs {
 		if c.PodSandboxId != st.SandboxID {
 			continue // containers of an old sandbox are removed with it

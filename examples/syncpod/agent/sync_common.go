@@ -97,6 +97,15 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 // attempt the sync works on.
 func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
 	acts = computePodActions(pod, st, a.backoff, chain)
+	if !acts.killPod {
+		// A pod keeping its sandbox drops any other ready one (a stale
+		// duplicate); a pod starting over removes them all anyway.
+		for _, id := range st.StaleReady {
+			if err := a.removeSandbox(ctx, id); err != nil {
+				return acts, 0, syncResult{err: fmt.Errorf("remove duplicate sandbox: %w", err)}, true
+			}
+		}
+	}
 	a.observe(pod, st, acts)
 	if acts.podFailed && st.SandboxReady {
 		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {

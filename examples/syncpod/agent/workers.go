@@ -142,6 +142,15 @@ func (p *podWorkers) Wake(uid types.UID) {
 }
 
 // Len is the number of live workers.
+// Known reports whether uid has a worker: a pod asked for, or one being
+// killed.
+func (p *podWorkers) Known(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.workers[uid]
+	return ok
+}
+
 func (p *podWorkers) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
