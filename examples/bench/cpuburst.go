@@ -216,7 +216,11 @@ func runRaw(ctx context.Context, rt *criclient.Client, pods []*corev1.Pod, seria
 			return 0, err
 		}
 		startOne := func(c *corev1.Container) error {
-			id, err := rt.CreateContainer(ctx, sb, agent.ContainerConfig(pod, c, false, 0), sbc)
+			cfg, err := agent.ContainerConfig(pod, c, false, 0)
+			if err != nil {
+				return err
+			}
+			id, err := rt.CreateContainer(ctx, sb, cfg, sbc)
 			if err != nil {
 				return err
 			}

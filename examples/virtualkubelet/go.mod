@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/syncpod/syncpod v0.0.0
+	github.com/syncpod/syncpod/examples v0.0.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/client-go v0.37.2
 	k8s.io/kubelet v0.37.2
@@ -133,3 +134,5 @@ require (
 )
 
 replace github.com/syncpod/syncpod => ../..
+
+replace github.com/syncpod/syncpod/examples => ..

@@ -1,12 +1,11 @@
 package agent
 
 import (
-	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // containerKill is a running container that must go.
@@ -54,12 +53,7 @@ type podActions struct {
 }
 
 // containerHash identifies a container spec; a change restarts it.
-func containerHash(c *corev1.Container) string {
-	b, _ := json.Marshal(c) // a corev1.Container always marshals
-	h := fnv.New64a()
-	h.Write(b)
-	return fmt.Sprintf("%016x", h.Sum64())
-}
+func containerHash(c *corev1.Container) string { return podcri.ContainerHash(c) }
 
 func isSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways

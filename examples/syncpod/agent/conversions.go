@@ -6,16 +6,20 @@ import (
 )
 
 // SandboxConfig is the PodSandboxConfig the agent sends for pod's sandbox
-// attempt: metadata, the pod's labels and annotations plus the agent's own
-// labels (pod UID, name, namespace, managed), node namespaces.
+// attempt: podcri.SandboxConfig with the node's network namespace
+// (podcri.WithNodeNetwork), plus the agent's label syncpod.io/managed.
+// pod must not be nil.
 func SandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	return sandboxConfig(pod, attempt)
 }
 
 // ContainerConfig is the ContainerConfig the agent sends for attempt of
-// container c of pod: image, command and args as given, working dir, plain
-// env values, the agent's labels and annotations (hash, kind), log path.
-// init says whether c is one of pod's init containers.
-func ContainerConfig(pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32) *runtimeapi.ContainerConfig {
+// container c of pod: podcri.ContainerConfig with the sandbox's namespaces
+// and no log path, plus the agent's label syncpod.io/managed and
+// annotations syncpod.io/container-hash and syncpod.io/container-kind, and
+// the per-container annotations "<key>.<container>" of the pod. init says
+// whether c is one of pod's init containers. Its errors are
+// podcri.ContainerConfig's (*podcri.ArgError, *podcri.EnvError).
+func ContainerConfig(pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32) (*runtimeapi.ContainerConfig, error) {
 	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)})
 }

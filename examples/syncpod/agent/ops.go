@@ -1,38 +1,25 @@
 package agent
 
 import (
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
-// sandboxConfig is the CRI sandbox config of pod. Pods use the node's
-// network namespace: the agent sets up no CNI.
+// sandboxConfig is the CRI sandbox config of pod, built by
+// podcri.SandboxConfig. Pods use the node's network namespace
+// (podcri.WithNodeNetwork, so no hostname): the agent sets up no CNI. The
+// agent adds its managed label, which its restart adoption reads.
 func sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	labels := map[string]string{
-		labelPodUID:       string(pod.UID),
-		labelPodName:      pod.Name,
-		labelPodNamespace: pod.Namespace,
-		managedLabel:      "true",
+	cfg, err := podcri.SandboxConfig(pod, podcri.WithAttempt(attempt), podcri.WithNodeNetwork())
+	if err != nil { // only a nil pod, which the agent never has
+		panic(err)
 	}
-	for k, v := range pod.Labels {
-		if _, reserved := labels[k]; !reserved {
-			labels[k] = v
-		}
-	}
-	return &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
-		},
-		Labels:      labels,
-		Annotations: pod.Annotations,
-		// No hostname: without a private UTS namespace runc cannot set one.
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: nodeNamespaces()},
-		},
-	}
+	cfg.Labels[managedLabel] = "true"
+	return cfg
 }
 
 // Per-container annotations come from pod annotations
@@ -50,45 +37,32 @@ func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
 	return out
 }
 
-func containerConfig(pod *corev1.Pod, step containerStart) *runtimeapi.ContainerConfig {
+// containerConfig is the CRI config of step, built by
+// podcri.ContainerConfig with the sandbox's namespaces, plus the agent's
+// per-container annotations, its managed label and its hash and kind
+// annotations, which its restart adoption and status code read. The agent
+// gives its sandboxes no log directory, so the container has no log path.
+func containerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
 	c := step.spec
-	ann := containerAnnotations(pod, c.Name)
-	ann[annotationHash] = containerHash(c)
+	cfg, err := podcri.ContainerConfig(pod, c,
+		podcri.WithRestartCount(step.attempt), podcri.WithNamespaceOptions(nodeNamespaces(pod)))
+	if err != nil {
+		return nil, err
+	}
+	cfg.LogPath = ""
+	for k, v := range containerAnnotations(pod, c.Name) {
+		cfg.Annotations[k] = v
+	}
+	cfg.Annotations[annotationHash] = containerHash(c)
 	kind := "regular"
 	if step.sidecar {
 		kind = "sidecar"
 	} else if step.init {
 		kind = "init"
 	}
-	ann[annotationInit] = kind
-	// The kubelet's annotation: a later run that finds the container
-	// without its pod (an orphan) stops it with the pod's grace period.
-	ann[annotationGracePeriod] = strconv.FormatInt(gracePeriod(pod), 10)
-	envs := make([]*runtimeapi.KeyValue, 0, len(c.Env))
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
-		}
-	}
-	return &runtimeapi.ContainerConfig{
-		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: step.attempt},
-		Image:      &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image},
-		Command:    c.Command,
-		Args:       c.Args,
-		WorkingDir: c.WorkingDir,
-		Envs:       envs,
-		Labels: map[string]string{
-			labelPodUID:        string(pod.UID),
-			labelPodName:       pod.Name,
-			labelPodNamespace:  pod.Namespace,
-			labelContainerName: c.Name,
-			managedLabel:       "true",
-		},
-		Annotations: ann,
-		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: nodeNamespaces()},
-		},
-	}
+	cfg.Annotations[annotationInit] = kind
+	cfg.Labels[managedLabel] = "true"
+	return cfg, nil
 }
 
 // pullPriority is the queue priority of a pull of image for pod: 1 for an
@@ -127,12 +101,10 @@ func gracePeriod(pod *corev1.Pod) int64 {
 	return 30
 }
 
-// nodeNamespaces: the node's network, a private PID namespace per
-// container, IPC shared in the pod.
-func nodeNamespaces() *runtimeapi.NamespaceOption {
-	return &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_NODE,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
+// nodeNamespaces is pod's namespaces as the kubelet maps them
+// (podcri.NamespaceOptions) with the node's network.
+func nodeNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := podcri.NamespaceOptions(pod)
+	ns.Network = runtimeapi.NamespaceMode_NODE
+	return ns
 }

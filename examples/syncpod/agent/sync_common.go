@@ -44,9 +44,13 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		}
 		a.inspector.forget(id)
 	}
+	cfg, err := containerConfig(pod, step)
+	if err != nil {
+		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
+	}
 	var id string
-	err := a.admitted(ctx, pod, "CreateContainer", func() (err error) {
-		id, err = a.rt.CreateContainer(ctx, sandboxID, containerConfig(pod, step), sandboxConfig(pod, sbAttempt))
+	err = a.admitted(ctx, pod, "CreateContainer", func() (err error) {
+		id, err = a.rt.CreateContainer(ctx, sandboxID, cfg, sandboxConfig(pod, sbAttempt))
 		return err
 	})
 	if err != nil {

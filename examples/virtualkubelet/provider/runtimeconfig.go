@@ -3,28 +3,22 @@ package provider
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/concurrentstart/podplan"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // Labels and annotations the provider puts on sandboxes and containers.
 // The io.kubernetes.* ones are the kubelet's, so crictl and other tools
 // recognise the pods.
 const (
-	labelPodName        = "io.kubernetes.pod.name"
-	labelPodNamespace   = "io.kubernetes.pod.namespace"
-	labelPodUID         = "io.kubernetes.pod.uid"
-	labelContainerName  = "io.kubernetes.container.name"
+	labelPodUID         = podcri.LabelPodUID
 	labelSandboxID      = "vk.syncpod.io/sandbox-id"
-	annotationHash      = "io.kubernetes.container.hash"
-	annotationRestarts  = "io.kubernetes.container.restartCount"
+	annotationHash      = podcri.AnnotationContainerHash
 	annotationPodSource = "kubernetes.io/config.source"
 )
 
@@ -52,61 +46,22 @@ func containerAnnotations(pod *corev1.Pod) (map[string]map[string]string, error)
 	return m, nil
 }
 
-// containerHash identifies a container spec: a running container whose
-// hash differs from its spec's is restarted.
-func containerHash(c *corev1.Container) string {
-	b, _ := json.Marshal(c) // a corev1.Container always marshals
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 16)
-}
+// containerHash identifies a container spec (podcri.ContainerHash): a
+// running container whose hash differs from its spec's is restarted.
+func containerHash(c *corev1.Container) string { return podcri.ContainerHash(c) }
 
-func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
-	ns := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
-	if pod.Spec.HostNetwork {
-		ns.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostPID {
-		ns.Pid = runtimeapi.NamespaceMode_NODE
-	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		ns.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostIPC {
-		ns.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	return ns
-}
-
-// sandboxConfig is the CRI sandbox config of pod's attempt-th sandbox.
+// sandboxConfig is the CRI sandbox config of pod's attempt-th sandbox:
+// podcri.SandboxConfig with the pod log directory (created here), plus the
+// kubernetes.io/config.source annotation.
 func (p *Provider) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	labels := map[string]string{}
-	for k, v := range pod.Labels {
-		labels[k] = v
+	cfg, err := podcri.SandboxConfig(pod, podcri.WithAttempt(attempt), podcri.WithPodLogRoot(p.cfg.podLogDir))
+	if err != nil {
+		return nil, err
 	}
-	labels[labelPodName], labels[labelPodNamespace], labels[labelPodUID] = pod.Name, pod.Namespace, string(pod.UID)
-	annotations := map[string]string{annotationPodSource: "api"}
-	for k, v := range pod.Annotations {
-		annotations[k] = v
+	if _, ok := cfg.Annotations[annotationPodSource]; !ok {
+		cfg.Annotations[annotationPodSource] = "api"
 	}
-	cfg := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
-		},
-		Labels:      labels,
-		Annotations: annotations,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
-		},
-	}
-	if !pod.Spec.HostNetwork {
-		cfg.Hostname = pod.Name // runc cannot set a hostname in the node's UTS namespace
-	}
-	if p.cfg.podLogDir != "" {
-		cfg.LogDirectory = filepath.Join(p.cfg.podLogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+	if cfg.LogDirectory != "" {
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 			return nil, fmt.Errorf("pod log directory: %w", err)
 		}
@@ -114,47 +69,27 @@ func (p *Provider) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.P
 	return cfg, nil
 }
 
-// containerConfig is the CRI config of one instance of c.
+// containerConfig is the CRI config of one instance of c:
+// podcri.ContainerConfig (virtual-kubelet resolves the downward API before
+// CreatePod), plus the sandbox-id label and the container's annotations
+// from AnnotationContainerAnnotations. Without a pod log directory the
+// container has no log path.
 func (p *Provider) containerConfig(pod *corev1.Pod, c podplan.Container, attempt uint32, imageRef, sandboxID string) (*runtimeapi.ContainerConfig, error) {
 	spec := c.Spec
 	extra, err := containerAnnotations(pod)
 	if err != nil {
 		return nil, err
 	}
-	annotations := map[string]string{
-		annotationHash:     containerHash(spec),
-		annotationRestarts: strconv.Itoa(int(attempt)),
+	cfg, err := podcri.ContainerConfig(pod, spec, podcri.WithRestartCount(attempt), podcri.WithImageRef(imageRef))
+	if err != nil {
+		return nil, err
 	}
 	for k, v := range extra[spec.Name] {
-		annotations[k] = v
+		cfg.Annotations[k] = v
 	}
-	envs := make([]*runtimeapi.KeyValue, 0, len(spec.Env))
-	for _, e := range spec.Env {
-		if e.ValueFrom == nil { // virtual-kubelet resolves the downward API before CreatePod
-			envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
-		}
-	}
-	cfg := &runtimeapi.ContainerConfig{
-		Metadata:   &runtimeapi.ContainerMetadata{Name: spec.Name, Attempt: attempt},
-		Image:      &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: spec.Image},
-		Command:    spec.Command,
-		Args:       spec.Args,
-		WorkingDir: spec.WorkingDir,
-		Envs:       envs,
-		Labels: map[string]string{
-			labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID),
-			labelContainerName: spec.Name, labelSandboxID: sandboxID,
-		},
-		Annotations: annotations,
-		Stdin:       spec.Stdin,
-		StdinOnce:   spec.StdinOnce,
-		Tty:         spec.TTY,
-		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)},
-		},
-	}
-	if p.cfg.podLogDir != "" {
-		cfg.LogPath = filepath.Join(spec.Name, strconv.Itoa(int(attempt))+".log")
+	cfg.Labels[labelSandboxID] = sandboxID
+	if p.cfg.podLogDir == "" {
+		cfg.LogPath = ""
 	}
 	return cfg, nil
 }
