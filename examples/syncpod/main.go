@@ -201,6 +201,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 				progress.clear()
 				fmt.Fprintln(os.Stderr, "manifest error:", err)
 			}))
+		// The manifests' pods first, then what the runtime holds of an
+		// earlier run whose manifest is gone (the agent was killed with
+		// pods running): the pods still asked for are adopted as they
+		// are, the others removed.
+		if err := src.Sync(); err != nil {
+			return errors.Join(err, stopAgent())
+		}
+		if removed, err := a.RemoveOrphans(ctx); err != nil {
+			log.Warn("remove orphaned pods", zap.Error(err))
+		} else if len(removed) > 0 {
+			log.Info("removed pods whose manifests are gone", zap.Strings("pods", removed))
+		}
 		srcErr := make(chan error, 1)
 		lctx, cancelLoop := context.WithCancel(ctx)
 		defer cancelLoop()

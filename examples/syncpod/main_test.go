@@ -17,7 +17,18 @@ import (
 	"github.com/syncpod/syncpod/criclient/crisim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// envRunMain makes the test binary run the command (its arguments after
+// the binary's name) instead of the tests: the adoption test starts and
+// SIGKILLs the agent as a process this way.
+const envRunMain = "SYNCPOD_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The CLI on a manifest directory and the embedded simulated runtime: the
 // valid pod runs, the invalid one is reported, and the JSON summary says so.
