@@ -12,13 +12,30 @@
 //	snap := a.Snapshot()                        // pods, states, startup latencies, PLEG mode and health
 //
 // Guarantees: one worker per pod; updates coalesce (the last desired state
-// wins); a delete cancels the pod's running sync, removes its containers and
-// sandbox and then every per-pod entry (worker, cache, back-off, records);
+// wins); a delete cancels the pod's running sync, stops its containers as
+// the kubelet does (regular containers at once with the pod's grace period,
+// or the deletion's shorter one, then sidecars in reverse start order, each
+// given at least 2 s), removes them and the sandbox and then every per-pod
+// entry (worker, cache, back-off, records);
 // Stop cancels syncs and pulls and returns once every goroutine it started
 // has; bad manifests give a *ManifestError naming file, document, pod and
 // field, and never stop the other pods. Pods use the node's network
 // namespace (no CNI). Static pods get a UID derived from namespace/name, so
 // an edited manifest updates its pod.
+//
+// Restarts: an agent started on a runtime that holds its earlier run's
+// pods (it was killed, not stopped) adopts the pods it is asked for as
+// they are, from the runtime's labels: no container restarted, no second
+// sandbox (a stale duplicate sandbox is removed, the one running the
+// containers kept). RemoveOrphans, called once the pod source has given
+// its initial state, removes the pods no longer asked for. Cleanup
+// removes everything the agent made, retrying until its ctx ends, then
+// names what is left in a *CleanupError. The sandbox and container
+// configs come from package podcri.
+//
+// Not done yet: probes, lifecycle hooks and volumes; crash-loop back-off
+// and pod start times are kept in memory, so an adopting agent starts
+// them afresh.
 //
 // Compared with the kubelet (ModeBaseline reproduces it): no pull blocks a
 // worker, a pod's pulls start when the pod is added, the init chain runs
