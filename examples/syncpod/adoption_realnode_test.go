@@ -134,8 +134,8 @@ spec:
 	if err := json.Unmarshal(secondOut.Bytes(), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, secondOut)
 	}
-	if len(sum.Pods) != 1 || sum.Pods[0].Name != "kept" || sum.Pods[0].State != "Running" || sum.Pods[0].Restarts != 0 {
-		t.Fatalf("summary after adoption: %+v, want kept Running with no restart", sum.Pods)
+	if len(sum.Pods) != 1 || sum.Pods[0].Name != "kept" || sum.Pods[0].State != "Running" || sum.Pods[0].Restarts != 0 || !sum.Pods[0].Adopted {
+		t.Fatalf("summary after adoption: %+v, want kept Running, adopted, with no restart", sum.Pods)
 	}
 	t.Logf("adopted %d sandboxes and containers unchanged; removed the deleted manifest's pod", len(only(after, "kept")))
 }

@@ -52,6 +52,11 @@ func TestAdoptsRunningPods(t *testing.T) {
 					Name: name, Sidecars: []string{img}, Containers: []string{img, img}})})
 			}
 			waitFor(t, "two pods running", allRunning(first, 2))
+			for _, p := range first.Snapshot().Pods {
+				if p.Adopted || p.Startup <= 0 {
+					t.Errorf("pod %s of the first agent: adopted %v, startup %v; want started by it, with a startup", p.Name, p.Adopted, p.Startup)
+				}
+			}
 			first.Stop() // what the runtime sees of a SIGKILL: the pods stay
 			before := runtimeIDs(t, n)
 
@@ -64,6 +69,10 @@ func TestAdoptsRunningPods(t *testing.T) {
 			for _, p := range second.Snapshot().Pods {
 				if p.Restarts != 0 {
 					t.Errorf("pod %s: %d restarts after adoption, want 0", p.Name, p.Restarts)
+				}
+				if !p.Adopted || p.Startup != 0 || p.StartedAt.IsZero() {
+					t.Errorf("pod %s after adoption: adopted %v, startup %v, started at %v; want adopted, no startup of its own, the sandbox's start",
+						p.Name, p.Adopted, p.Startup, p.StartedAt)
 				}
 			}
 			if after := runtimeIDs(t, n); !slices.Equal(before, after) {

@@ -105,7 +105,7 @@ func allRunning(a *agent.Agent, n int) func() bool {
 			return false
 		}
 		for _, p := range s.Pods {
-			if p.State != agent.PodRunning || p.Startup == 0 {
+			if p.State != agent.PodRunning || (p.Startup == 0 && !p.Adopted) {
 				return false
 			}
 		}

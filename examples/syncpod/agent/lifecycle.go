@@ -158,6 +158,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 	chosen, staleReady, others := pickSandbox(cands)
 	if chosen >= 0 {
 		st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
+		st.SandboxCreated = time.Unix(0, cands[chosen].created)
 		st.OldSandboxes, st.StaleReady = others, staleReady
 	}
 	for _, c := range ps.ContainerStatuses {

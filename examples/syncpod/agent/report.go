@@ -109,6 +109,11 @@ type PodReport struct {
 	PullWait  time.Duration `json:"pullWaitNanos"`     // time the pod waited for its images
 	Restarts  int           `json:"restarts"`          // container restarts, summed over containers
 	Message   string        `json:"message,omitempty"` // the last sync or pull error, if any
+	// Adopted says the pod was already running, from an earlier run of the
+	// agent, when this agent first saw it: it has no Startup, and its
+	// start is the sandbox's creation (StartedAt).
+	Adopted   bool      `json:"adopted,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"` // when the pod's sandbox was created, once it has run
 }
 
 type podRecord struct {
@@ -122,6 +127,9 @@ type podRecord struct {
 	restarts     int
 	state        string
 	message      string
+	adopted      bool
+	ownSandbox   string // the sandbox this agent created for the pod, if any
+	startedAt    time.Time
 }
 
 // podRecords holds per-pod reporting state plus the startup latencies of
@@ -242,6 +250,13 @@ func (rec *podRecord) observe(now time.Time, st *PodStatus, a *podActions) (star
 	}
 	if a.allRunning && !rec.running {
 		rec.running = true
+		rec.startedAt = st.SandboxCreated
+		if st.SandboxID != rec.ownSandbox {
+			// Running in a sandbox this agent did not create: adopted
+			// from an earlier run, with no startup of ours to measure.
+			rec.adopted = true
+			return 0, false
+		}
 		rec.startup = now.Sub(rec.created)
 		return rec.startup, true
 	}
@@ -273,7 +288,8 @@ func (r *podRecords) reports() []PodReport {
 	r.byUID.Range(func(uid types.UID, _ *podRecord) bool {
 		r.with(uid, func(rec *podRecord) {
 			out = append(out, PodReport{Namespace: rec.pod.Namespace, Name: rec.pod.Name, UID: rec.uid, State: rec.state,
-				Startup: rec.startup, PullWait: rec.pullWait, Restarts: rec.restarts, Message: rec.message})
+				Startup: rec.startup, PullWait: rec.pullWait, Restarts: rec.restarts, Message: rec.message,
+				Adopted: rec.adopted, StartedAt: rec.startedAt})
 		})
 		return true
 	})

@@ -67,6 +67,7 @@ type PodStatus struct {
 	SandboxAttempt uint32                      // the newest sandbox's attempt
 	OldSandboxes   []string                    // other sandboxes of the pod, to remove
 	StaleReady     []string                    // other sandboxes that are ready: duplicates to remove now
+	SandboxCreated time.Time                   // when the chosen sandbox was created
 	Containers     []*ContainerStatus          // all instances, newest first
 	latest         map[string]*ContainerStatus // by name, newest instance
 }
@@ -145,6 +146,7 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 	chosen, staleReady, others := pickSandbox(cands)
 	st.OldSandboxes, st.StaleReady = others, staleReady
 	st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
+	st.SandboxCreated = time.Unix(0, cands[chosen].created)
 	for _, c := range cs {
 		if c.PodSandboxId != st.SandboxID {
 			continue // containers of an old sandbox are removed with it

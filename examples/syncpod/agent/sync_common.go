@@ -31,6 +31,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 	if err != nil {
 		return "", fmt.Errorf("RunPodSandbox: %w", err)
 	}
+	a.pods.update(pod.UID, func(rec *podRecord) { rec.ownSandbox = id })
 	a.emit(Event{Type: EventSandbox, Pod: podKey(pod), Attempt: acts.sandboxAttempt})
 	return id, nil
 }
