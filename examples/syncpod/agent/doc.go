@@ -33,9 +33,11 @@
 // names what is left in a *CleanupError. The sandbox and container
 // configs come from package podcri.
 //
-// Not done yet: probes, lifecycle hooks and volumes; crash-loop back-off
-// and pod start times are kept in memory, so an adopting agent starts
-// them afresh.
+// An adopted pod is reported Adopted, its start the sandbox's creation.
+//
+// Not done yet: probes, lifecycle hooks and volumes; the crash-loop
+// back-off is kept in memory (as the kubelet keeps it), so an adopting
+// agent starts it afresh.
 //
 // Compared with the kubelet (ModeBaseline reproduces it): no pull blocks a
 // worker, a pod's pulls start when the pod is added, the init chain runs
