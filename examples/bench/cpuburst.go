@@ -135,6 +135,9 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 		return res, fmt.Errorf("pods of an earlier run: %w", err)
 	}
 
+	if mode == "kubelet" && rc.external == nil {
+		return res, fmt.Errorf("mode kubelet needs a kubelet to run the pods")
+	}
 	probeStop := make(chan struct{})
 	var probeWG sync.WaitGroup
 	var relists []time.Duration
@@ -162,29 +165,17 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	var startups []time.Duration
 	switch mode {
 	case "kubelet":
-		if rc.external == nil {
-			close(probeStop)
-			probeWG.Wait()
-			return res, fmt.Errorf("mode kubelet needs a kubelet to run the pods")
-		}
 		startups, res.TimedOut, err = rc.external(ctx, pods, deadline)
-		if err != nil {
-			close(probeStop)
-			probeWG.Wait()
-			return res, err
-		}
 	case "serial", "all-at-once":
 		startups, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:
 		startups, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline)
-		if err != nil {
-			close(probeStop)
-			probeWG.Wait()
-			return res, err
-		}
 	}
 	close(probeStop)
 	probeWG.Wait()
+	if err != nil {
+		return res, err
+	}
 	cctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	if err := cleaner.Cleanup(cctx); err != nil {
 		rc.log.Warn("cleanup", zap.Error(err))

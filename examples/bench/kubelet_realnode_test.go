@@ -17,15 +17,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 	"github.com/syncpod/syncpod/internal/kubelethost"
 	"github.com/syncpod/syncpod/internal/testnode"
-)
-
-// The kubelet's labels, which the agent puts on its containers too.
-const (
-	labelPodName       = "io.kubernetes.pod.name"
-	labelPodNamespace  = "io.kubernetes.pod.namespace"
-	labelContainerName = "io.kubernetes.container.name"
 )
 
 // runtimeStarts measures pod startup from the runtime's own timestamps,
@@ -80,14 +74,14 @@ func (s *runtimeStarts) poll(ctx context.Context) error {
 		if err != nil || st.GetStatus().GetStartedAt() == 0 {
 			continue // gone meanwhile, or not started yet: the next poll sees it
 		}
-		key := s.podKey(c.Labels[labelPodNamespace], c.Labels[labelPodName])
+		key := s.podKey(c.Labels[podcri.LabelPodNamespace], c.Labels[podcri.LabelPodName])
 		at := time.Unix(0, st.Status.StartedAt)
 		s.mu.Lock()
 		s.done[c.Id] = true
 		if s.started[key] == nil {
 			s.started[key] = map[string]time.Time{}
 		}
-		name := c.Labels[labelContainerName]
+		name := c.Labels[podcri.LabelContainerName]
 		if prev, ok := s.started[key][name]; !ok || at.Before(prev) {
 			s.started[key][name] = at
 		}
@@ -173,19 +167,9 @@ func newStartResult(scenario, mode string, pods int, startups []time.Duration, t
 
 // runKubeletScenario runs sc's pods as static pods of a real kubelet
 // (kubelethost, its defaults: serial image pulls, the generic PLEG
-// relisting every second) on n's containerd. The kubelet is stopped and
-// every sandbox it made removed before it returns.
+// relisting every second) on n's containerd.
 func runKubeletScenario(b testing.TB, n *testnode.Node, sc Scenario, real *realImages, timeout time.Duration) startResult {
-	k := kubelethost.Start(b, n.Endpoint)
-	suffix := "-" + k.NodeName
-	starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
-		return ns + "/" + strings.TrimSuffix(name, suffix)
-	})
 	pods := real.rewrite(sc.Pods)
-	for _, p := range pods {
-		p.UID = ""                // the kubelet derives a static pod's UID from its manifest
-		p.Spec.HostNetwork = true // the node has no CNI; the agent uses the node's network too
-	}
 	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
 	want := 0
 	for _, p := range pods {
@@ -193,64 +177,74 @@ func runKubeletScenario(b testing.TB, n *testnode.Node, sc Scenario, real *realI
 			want++
 		}
 	}
+	startups, timedOut := runKubelet(b, n, sc.Name, pods, measured, sc.Churn, time.Now().Add(timeout))
+	return newStartResult(sc.Name, "kubelet", want, startups, timedOut)
+}
+
+// kubeletExternal runs the cpu-burst's pods as a real kubelet's static
+// pods, all written at once, on n's containerd.
+func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
+	return func(_ context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
+		startups, timedOut := runKubelet(b, n, "cpu-burst", pods, func(string) bool { return true }, nil, deadline)
+		return startups, timedOut, nil
+	}
+}
+
+// runKubelet starts a kubelet on n's containerd and hands it pods as
+// static pods: all at once, or in churn's rhythm when churn is set. It
+// returns the startups of the pods measured accepts, read from
+// containerd's timestamps, and whether deadline passed first. The kubelet
+// is stopped and every sandbox removed before it returns.
+func runKubelet(b testing.TB, n *testnode.Node, what string, pods []*corev1.Pod, measured func(string) bool, churnSpec *ChurnSpec, deadline time.Time) ([]time.Duration, bool) {
+	k := kubelethost.Start(b, n.Endpoint)
+	suffix := "-" + k.NodeName
+	starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
+		return ns + "/" + strings.TrimSuffix(name, suffix)
+	})
+	want := 0
+	for _, p := range pods {
+		if measured(p.Namespace + "/" + p.Name) {
+			want++
+		}
+	}
 	write := func(p *corev1.Pod) {
+		p = p.DeepCopy()
+		p.UID = ""                // the kubelet derives a static pod's UID from its manifest
+		p.Spec.HostNetwork = true // the node has no CNI; the agent uses the node's network too
 		starts.apply(p.Namespace+"/"+p.Name, time.Now())
 		if err := k.WriteStaticPod(p); err != nil {
 			b.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	stop := starts.watch(ctx, 250*time.Millisecond)
-	deadline := time.Now().Add(timeout)
-	timedOut := false
-	if sc.Churn != nil {
-		type live struct {
-			name string
-			at   time.Time
+	remove := func(p *corev1.Pod) {
+		if err := k.RemoveStaticPod(p.Name); err != nil {
+			b.Fatal(err)
 		}
-		var alive []live
-		tick := time.NewTicker(sc.Churn.Every)
-		for next := 0; next < len(pods) || len(alive) > 0; {
-			now := time.Now()
-			if next < len(pods) {
-				write(pods[next])
-				alive = append(alive, live{pods[next].Name, now})
-				next++
-			}
-			for len(alive) > 0 && now.Sub(alive[0].at) >= sc.Churn.Life {
-				if err := k.RemoveStaticPod(alive[0].name); err != nil {
-					b.Fatal(err)
-				}
-				alive = alive[1:]
-			}
-			if now.After(deadline) {
-				timedOut = true
-				break
-			}
-			<-tick.C
-		}
-		tick.Stop()
+	}
+	stop := starts.watch(context.Background(), 250*time.Millisecond)
+	var finished bool
+	if churnSpec != nil {
+		finished = runChurnLoop(pods, churnSpec, deadline, write, remove)
 	} else {
 		for _, p := range pods {
 			write(p)
 		}
-		timedOut = !waitStarted(ctx, starts, pods, measured, want, deadline)
+		finished = waitStarted(starts, pods, measured, want, deadline)
 	}
 	stop()
-	r := newStartResult(sc.Name, "kubelet", want, starts.startups(pods, measured), timedOut)
-	closeKubelet(b, n, k, sc.Name)
-	return r
+	startups := starts.startups(pods, measured)
+	closeKubelet(b, n, k, what)
+	return startups, !finished
 }
 
-// waitStarted polls until want of pods have started; false when the
-// deadline passed first.
-func waitStarted(ctx context.Context, starts *runtimeStarts, pods []*corev1.Pod, measured func(string) bool, want int, deadline time.Time) bool {
+// waitStarted waits until want of pods have started (starts is being
+// polled meanwhile); false when the deadline passed first.
+func waitStarted(starts *runtimeStarts, pods []*corev1.Pod, measured func(string) bool, want int, deadline time.Time) bool {
 	for len(starts.startups(pods, measured)) < want {
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(100 * time.Millisecond)
-		_ = starts.poll(ctx)
 	}
 	return true
 }
@@ -265,35 +259,6 @@ func closeKubelet(b testing.TB, n *testnode.Node, k *kubelethost.Kubelet, what s
 		b.Logf("kubelet close: %v", err)
 	}
 	removeAllSandboxes(b, n)
-}
-
-// kubeletExternal runs the cpu-burst's pods as a real kubelet's static
-// pods, all written at once, on n's containerd.
-func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
-	return func(ctx context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
-		k := kubelethost.Start(b, n.Endpoint)
-		suffix := "-" + k.NodeName
-		starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
-			return ns + "/" + strings.TrimSuffix(name, suffix)
-		})
-		stop := starts.watch(ctx, 250*time.Millisecond)
-		all := func(string) bool { return true }
-		for _, p := range pods {
-			p = p.DeepCopy()
-			p.UID, p.Spec.HostNetwork = "", true
-			starts.apply(p.Namespace+"/"+p.Name, time.Now())
-			if err := k.WriteStaticPod(p); err != nil {
-				stop()
-				closeKubelet(b, n, k, "cpu-burst")
-				return nil, false, err
-			}
-		}
-		ok := waitStarted(ctx, starts, pods, all, len(pods), deadline)
-		stop()
-		startups := starts.startups(pods, all)
-		closeKubelet(b, n, k, "cpu-burst")
-		return startups, !ok, nil
-	}
 }
 
 // removeAllSandboxes stops and removes every sandbox on n's runtime, so

@@ -251,6 +251,26 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 // runChurn creates a pod every c.Every and deletes it c.Life later, then
 // waits for every worker to be gone. It reports false on timeout.
 func runChurn(rc runConfig, a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, deadline time.Time) bool {
+	ok := runChurnLoop(pods, c, deadline,
+		func(p *corev1.Pod) { rc.apply(a, agent.PodUpdate{Op: agent.OpAdd, Pod: p, Source: "bench"}) },
+		func(p *corev1.Pod) { a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: p, Source: "bench"}) })
+	if !ok {
+		return false
+	}
+	// Every worker gone, then every per-pod entry (the baseline's relist
+	// drops cache entries of removed pods on its next pass).
+	for st := a.Stats(); st.Workers > 0 || st.CacheEntries > 0; st = a.Stats() {
+		if time.Now().After(deadline) {
+			return st.Workers == 0
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// runChurnLoop adds one of pods every c.Every and removes each c.Life after it
+// was added, until all came and went; false when deadline passed first.
+func runChurnLoop(pods []*corev1.Pod, c *ChurnSpec, deadline time.Time, add, remove func(*corev1.Pod)) bool {
 	type live struct {
 		pod *corev1.Pod
 		at  time.Time
@@ -262,26 +282,18 @@ func runChurn(rc runConfig, a *agent.Agent, pods []*corev1.Pod, c *ChurnSpec, de
 	for next < len(pods) || len(alive) > 0 {
 		now := time.Now()
 		if next < len(pods) {
-			rc.apply(a, agent.PodUpdate{Op: agent.OpAdd, Pod: pods[next], Source: "bench"})
+			add(pods[next])
 			alive = append(alive, live{pods[next], now})
 			next++
 		}
 		for len(alive) > 0 && now.Sub(alive[0].at) >= c.Life {
-			a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: alive[0].pod, Source: "bench"})
+			remove(alive[0].pod)
 			alive = alive[1:]
 		}
 		if now.After(deadline) {
 			return false
 		}
 		<-tick.C
-	}
-	// Every worker gone, then every per-pod entry (the baseline's relist
-	// drops cache entries of removed pods on its next pass).
-	for st := a.Stats(); st.Workers > 0 || st.CacheEntries > 0; st = a.Stats() {
-		if time.Now().After(deadline) {
-			return st.Workers == 0
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	return true
 }

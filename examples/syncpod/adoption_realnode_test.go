@@ -16,6 +16,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 
@@ -38,7 +39,7 @@ func runtimeState(t *testing.T, n *testnode.Node) []string {
 		out = append(out, fmt.Sprintf("sandbox %s %s %s", s.Id, s.Metadata.Name, s.State))
 	}
 	for _, c := range cs.Containers {
-		out = append(out, fmt.Sprintf("container %s %s/%s %s", c.Id, c.Labels["io.kubernetes.pod.name"], c.Metadata.Name, c.State))
+		out = append(out, fmt.Sprintf("container %s %s/%s %s", c.Id, c.Labels[podcri.LabelPodName], c.Metadata.Name, c.State))
 	}
 	slices.Sort(out)
 	return out

@@ -38,19 +38,22 @@ func runtimeIDs(t *testing.T, n *simNode) []string {
 
 // A new agent on a runtime whose pods an earlier agent left running (it
 // was killed, not stopped cleanly) adopts them: no container is
-// restarted, no sandbox is added, and each pod is reported running
-// within its first sync.
+// restarted, no sandbox is added, and each pod is reported running and
+// adopted.
 func TestAdoptsRunningPods(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			img := "registry.sim/app:1"
 			n := startSim(t, crisim.WithImage(img, 1))
 			pods := []string{"a", "b"}
-			first := startAgent(t, n, agent.WithMode(mode))
-			for _, name := range pods {
-				first.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: scenario.Pod(scenario.PodOptions{
-					Name: name, Sidecars: []string{img}, Containers: []string{img, img}})})
+			apply := func(a *agent.Agent) {
+				for _, name := range pods {
+					a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: scenario.Pod(scenario.PodOptions{
+						Name: name, Sidecars: []string{img}, Containers: []string{img, img}})})
+				}
 			}
+			first := startAgent(t, n, agent.WithMode(mode))
+			apply(first)
 			waitFor(t, "two pods running", allRunning(first, 2))
 			for _, p := range first.Snapshot().Pods {
 				if p.Adopted || p.Startup <= 0 {
@@ -61,10 +64,7 @@ func TestAdoptsRunningPods(t *testing.T) {
 			before := runtimeIDs(t, n)
 
 			second := startAgent(t, n, agent.WithMode(mode))
-			for _, name := range pods {
-				second.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: scenario.Pod(scenario.PodOptions{
-					Name: name, Sidecars: []string{img}, Containers: []string{img, img}})})
-			}
+			apply(second)
 			waitFor(t, "two pods running again", allRunning(second, 2))
 			for _, p := range second.Snapshot().Pods {
 				if p.Restarts != 0 {

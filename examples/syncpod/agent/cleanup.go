@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -24,13 +25,16 @@ const (
 // agent still on the runtime.
 type CleanupError struct {
 	// Remaining names each pod (namespace/name) that still has a sandbox,
-	// sorted.
+	// sorted; empty when no pass could list the sandboxes.
 	Remaining []string
 	// Err is the last failure of a pass (a runtime error, or ctx's error).
 	Err error
 }
 
 func (e *CleanupError) Error() string {
+	if len(e.Remaining) == 0 { // not even one pass listed the sandboxes
+		return fmt.Sprintf("agent: cleanup: the runtime's sandboxes could not be listed, pods may remain: %v", e.Err)
+	}
 	return fmt.Sprintf("agent: cleanup: %d pods remain (%s): %v", len(e.Remaining), strings.Join(e.Remaining, ", "), e.Err)
 }
 
@@ -60,7 +64,7 @@ func (a *Agent) Cleanup(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return cleanupError(remaining, err)
 		}
-		a.log.Debug("cleanup: retrying")
+		a.log.Debug("cleanup: retrying", zap.Int("left", len(remaining)), zap.Duration("in", delay), zap.Error(err))
 		t := a.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():

@@ -150,9 +150,11 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 		}
 		return o
 	}
-	for _, c := range ps.ContainerStatuses {
-		if o := owner(c.CreatedAt); o >= 0 && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			cands[o].running++
+	owners := make([]int, len(ps.ContainerStatuses))
+	for i, c := range ps.ContainerStatuses {
+		owners[i] = owner(c.CreatedAt)
+		if owners[i] >= 0 && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			cands[owners[i]].running++
 		}
 	}
 	chosen, staleReady, others := pickSandbox(cands)
@@ -161,8 +163,8 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 		st.SandboxCreated = time.Unix(0, cands[chosen].created)
 		st.OldSandboxes, st.StaleReady = others, staleReady
 	}
-	for _, c := range ps.ContainerStatuses {
-		if st.SandboxID == "" || owner(c.CreatedAt) != chosen {
+	for i, c := range ps.ContainerStatuses {
+		if st.SandboxID == "" || owners[i] != chosen {
 			continue
 		}
 		s := &ContainerStatus{

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -24,22 +25,7 @@ func TestRealNodeManifestPodsRunAndGo(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			ctx := context.Background()
-			c, err := criclient.Dial(ctx, n.Endpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			a, err := agent.New(c.CRI(), c.CRI(), agent.WithMode(mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := a.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				a.Stop()
-				_ = a.Cleanup(ctx)
-			}()
+			a := startRealAgent(t, n, nil, agent.WithMode(mode))
 
 			dir := t.TempDir()
 			var manifest string
@@ -71,8 +57,7 @@ spec:
 			}()
 
 			waitFor(t, "pods running on containerd", allRunning(a, 3))
-			cs, err := c.ListContainers(ctx, &runtimeapi.ContainerFilter{
-				State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+			cs, err := listRunning(ctx, n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,10 +69,49 @@ spec:
 				t.Fatal(err)
 			}
 			waitFor(t, "pods removed from containerd", func() bool {
-				sbs, err := c.ListPodSandbox(ctx, nil)
-				return err == nil && len(sbs) == 0 && a.Snapshot().Total == 0
+				sbs, err := n.RuntimeService().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+				return err == nil && len(sbs.GetItems()) == 0 && a.Snapshot().Total == 0
 			})
-			_ = time.Second
 		})
 	}
+}
+
+// startRealAgent starts an agent on n's containerd, its runtime service
+// wrapped by wrap when given; the test's cleanup stops it and removes its
+// pods.
+func startRealAgent(t *testing.T, n *testnode.Node, wrap func(cri.RuntimeService) cri.RuntimeService, opts ...agent.Option) *agent.Agent {
+	t.Helper()
+	c, err := criclient.Dial(context.Background(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rt cri.RuntimeService = c.CRI()
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	a, err := agent.New(rt, c.CRI(), opts...)
+	if err != nil {
+		_ = c.Close()
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		_ = c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.Cleanup(ctx); err != nil {
+			t.Logf("Cleanup: %v", err)
+		}
+		_ = c.Close()
+	})
+	return a
+}
+
+func listRunning(ctx context.Context, n *testnode.Node) ([]*runtimeapi.Container, error) {
+	resp, err := n.RuntimeService().ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	return resp.GetContainers(), err
 }

@@ -10,16 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // Labels and annotations the agent puts on what it creates. The pod and
 // container labels are the kubelet's, so crictl and other tools understand
 // them; managedLabel marks what --cleanup may remove.
 const (
-	labelPodUID        = "io.kubernetes.pod.uid"
-	labelPodName       = "io.kubernetes.pod.name"
-	labelPodNamespace  = "io.kubernetes.pod.namespace"
-	labelContainerName = "io.kubernetes.container.name"
+	labelPodUID        = podcri.LabelPodUID
+	labelPodName       = podcri.LabelPodName
+	labelPodNamespace  = podcri.LabelPodNamespace
+	labelContainerName = podcri.LabelContainerName
 	managedLabel       = "syncpod.io/managed"
 	annotationHash     = "syncpod.io/container-hash"
 	annotationInit     = "syncpod.io/container-kind"

@@ -11,7 +11,6 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
@@ -60,26 +59,8 @@ func (f *finalStatus) RemoveContainer(ctx context.Context, id string) error {
 func TestRealNodeGracePeriod(t *testing.T) {
 	n := testnode.Start(t)
 	img := n.PushImage(t, "syncpod/app", testnode.WithSize(2<<20))
-	ctx := context.Background()
-	c, err := criclient.Dial(ctx, n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rec := &finalStatus{RuntimeService: c.CRI(), stopped: map[string]time.Time{}, final: map[string]*runtimeapi.ContainerStatus{}}
-	a, err := agent.New(rec, c.CRI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		a.Stop()
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		_ = a.Cleanup(cctx)
-	}()
+	rec := &finalStatus{stopped: map[string]time.Time{}, final: map[string]*runtimeapi.ContainerStatus{}}
+	a := startRealAgent(t, n, func(rt cri.RuntimeService) cri.RuntimeService { rec.RuntimeService = rt; return rec })
 	grace := int64(3)
 	always := corev1.ContainerRestartPolicyAlways
 	workload := func(name string, args ...string) corev1.Container {

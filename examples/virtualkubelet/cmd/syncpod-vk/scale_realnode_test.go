@@ -144,11 +144,7 @@ func runScale(t testing.TB, processes, nodesPerProcess, podsPerNode int) scaleRe
 		}
 		logf.Close()
 		procs = append(procs, cmd)
-		wg.Go(func() {
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			<-done
-		})
+		wg.Go(func() { _ = cmd.Wait() })
 	}
 	eventually(t, "every node Ready", func() string {
 		list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
