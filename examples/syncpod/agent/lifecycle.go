@@ -161,6 +161,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 	if chosen >= 0 {
 		st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
 		st.SandboxCreated = time.Unix(0, cands[chosen].created)
+		st.SandboxIP = ps.SandboxStatuses[chosen].GetNetwork().GetIp()
 		st.OldSandboxes, st.StaleReady = others, staleReady
 	}
 	for i, c := range ps.ContainerStatuses {

@@ -116,17 +116,43 @@ func nodeNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 // podSandboxConfig is sandboxConfig with this agent's node settings (its
 // pod log directory).
 func (a *Agent) podSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	if a.cfg.podLogDir == "" {
-		return sandboxConfig(pod, attempt)
+	var extra []podcri.SandboxOption
+	if a.cfg.podLogDir != "" {
+		extra = append(extra, podcri.WithPodLogRoot(a.cfg.podLogDir))
 	}
-	return sandboxConfig(pod, attempt, podcri.WithPodLogRoot(a.cfg.podLogDir))
+	if !a.cfg.podNetwork {
+		return sandboxConfig(pod, attempt, extra...)
+	}
+	// The runtime's pod network (its CNI) for every pod not on the host's.
+	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt)}, extra...)...)
+	if err != nil { // only a nil pod, which the agent never has
+		panic(err)
+	}
+	cfg.Labels[managedLabel] = "true"
+	return cfg
+}
+
+// podIP is the IP the agent reports for a pod: the node's, unless the pod
+// is on the runtime's pod network (WithPodNetwork), where it is its
+// sandbox's.
+func (a *Agent) podIP(pod *corev1.Pod, st *PodStatus) string {
+	if a.cfg.podNetwork && !pod.Spec.HostNetwork {
+		if st == nil {
+			return ""
+		}
+		return st.SandboxIP
+	}
+	return a.cfg.nodeIP
 }
 
 // podContainerConfig is containerConfig with this agent's node settings
 // (log paths, the node's IPs for the downward API).
 func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
 	var extra []podcri.ContainerOption
-	if a.cfg.nodeIP != "" {
+	if a.cfg.podNetwork {
+		extra = append(extra, podcri.WithNamespaceOptions(podcri.NamespaceOptions(pod)))
+	}
+	if a.cfg.nodeIP != "" && (!a.cfg.podNetwork || pod.Spec.HostNetwork) {
 		extra = append(extra, podcri.WithPodIPs(a.cfg.nodeIP, a.cfg.nodeIP))
 	}
 	return containerConfig(pod, step, a.cfg.podLogDir != "", extra...)

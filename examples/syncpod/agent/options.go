@@ -69,11 +69,12 @@ type config struct {
 	admissionSet    bool
 
 	nodeIP       string
+	podNetwork   bool
 	podLogDir    string
 	crashInitial time.Duration // 0: CrashLoopInitial, scaled
 	crashMax     time.Duration // 0: CrashLoopMax, scaled
 	maxGrace     time.Duration // 0: no cap
-	statusHook   func(*corev1.Pod)
+	statusHook   func(PodStatusUpdate)
 	pullOpts     []asyncpull.Option
 }
 
@@ -177,6 +178,11 @@ func WithStartAdmission(ctl *admission.Controller) Option {
 // pods use the node's network, its podIP.
 func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
 
+// WithPodNetwork puts pods that are not hostNetwork on the runtime's pod
+// network (its CNI configuration), each with its sandbox's IP, instead of
+// the node's network, the default (the agent sets up no network itself).
+func WithPodNetwork() Option { return func(c *config) { c.podNetwork = true } }
+
 // WithPodLogDir gives each sandbox a log directory under dir
 // (dir/<namespace>_<name>_<uid>) and each container the kubelet's log
 // path in it (<container>/<restart>.log), so that crictl logs and log
@@ -197,13 +203,23 @@ func WithMaxGracePeriod(d time.Duration) Option { return func(c *config) { c.max
 
 // WithPodStatusHook calls f with a copy of a pod, its status the
 // corev1.PodStatus the agent reports (Agent.Pod), whenever that status
-// changes, and once more with the terminal status (Succeeded or Failed,
+// changes, and once more, Final, with the terminal status (Succeeded or Failed,
 // every container terminated, the deletion's timestamp) when a deleted pod
 // has been stopped. f is called from one goroutine, outside the agent's
 // locks, so it may call the agent; statuses of one pod coalesce (the
 // latest wins) and arrive in order, so a slow f delays but never loses an
 // update. Without it the agent computes no status unless asked.
-func WithPodStatusHook(f func(*corev1.Pod)) Option { return func(c *config) { c.statusHook = f } }
+func WithPodStatusHook(f func(PodStatusUpdate)) Option { return func(c *config) { c.statusHook = f } }
+
+// PodStatusUpdate is one delivery of WithPodStatusHook.
+type PodStatusUpdate struct {
+	// Pod is a copy of the pod as last applied, with the status the agent
+	// reports; the callee may keep or change it.
+	Pod *corev1.Pod
+	// Final says Pod was deleted and is stopped: this is its terminal
+	// status, and the last update of the pod.
+	Final bool
+}
 
 // WithPullOptions adds options to the syncpod-mode pull scheduler, after
 // the agent's own (its clock, bound, queue policy, back-off and notify).

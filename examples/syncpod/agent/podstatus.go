@@ -86,7 +86,7 @@ func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) p
 		Pod:         rec.pod,
 		RuntimeName: runtimeName,
 		HostIP:      a.cfg.nodeIP,
-		PodIP:       a.cfg.nodeIP, // the node's network
+		PodIP:       a.podIP(rec.pod, st),
 		StartTime:   rec.created,
 		Previous:    rec.published,
 		Now:         a.clock.Now(),
@@ -225,4 +225,18 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 			}
 		}
 	}
+}
+
+// Healthy reports the PLEG's health as the kubelet's: nil while the
+// runtime is relisted (or streams events) within the health threshold,
+// otherwise why not. A front-end uses it for the node's readiness.
+func (a *Agent) Healthy() error {
+	ok, err, _ := a.plegHealth()
+	if ok {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("agent: PLEG is not healthy")
+	}
+	return err
 }

@@ -74,6 +74,7 @@ type PodStatus struct {
 	OldSandboxes   []string                    // other sandboxes of the pod, to remove
 	StaleReady     []string                    // other sandboxes that are ready: duplicates to remove now
 	SandboxCreated time.Time                   // when the chosen sandbox was created
+	SandboxIP      string                      // the chosen sandbox's IP, when the runtime gives it (syncpod mode)
 	Containers     []*ContainerStatus          // all instances, newest first
 	latest         map[string]*ContainerStatus // by name, newest instance
 }

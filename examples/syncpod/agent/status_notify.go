@@ -69,13 +69,14 @@ func (a *Agent) runStatusNotifier(ctx context.Context) {
 			if !ok {
 				break
 			}
-			if pod == nil {
+			final := pod != nil
+			if !final {
 				var changed bool
 				if pod, changed, ok = a.reportPod(uid, true); !ok || !changed {
 					continue
 				}
 			}
-			a.cfg.statusHook(pod)
+			a.cfg.statusHook(PodStatusUpdate{Pod: pod, Final: final})
 		}
 	}
 }

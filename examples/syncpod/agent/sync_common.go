@@ -28,7 +28,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 	}
 	var id string
 	err := a.admitted(ctx, pod, "RunPodSandbox", func() (err error) {
-		id, err = a.rt.RunPodSandbox(ctx, a.podSandboxConfig(pod, acts.sandboxAttempt), "")
+		id, err = a.rt.RunPodSandbox(ctx, a.podSandboxConfig(pod, acts.sandboxAttempt), ptr.Deref(pod.Spec.RuntimeClassName, ""))
 		return err
 	})
 	if err != nil {
