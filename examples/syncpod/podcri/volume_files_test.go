@@ -36,7 +36,7 @@ func TestVolumeFiles(t *testing.T) {
 		errHas string // a *VolumeError whose message holds this
 	}{
 		{name: "name, namespace and uid are the values, files sorted by path, mode 0644 by default",
-			src: downward(field("uid", "metadata.uid"), field("name", "metadata.name"), field("ns", "metadata.namespace")),
+			src:  downward(field("uid", "metadata.uid"), field("name", "metadata.name"), field("ns", "metadata.namespace")),
 			want: []file{{"name", "web", 0o644}, {"ns", "default", 0o644}, {"uid", "u1", 0o644}}},
 		{name: `labels and annotations are key="value" lines sorted by key, values quoted, no final newline`,
 			src: downward(field("labels", "metadata.labels"), field("annotations", "metadata.annotations")),
