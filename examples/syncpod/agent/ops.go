@@ -37,15 +37,26 @@ func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
 	return out
 }
 
+// podContainerConfig is containerConfig with the pod's volumes mounted
+// (set up by the pod's sync, see volumeManager) and the container's
+// termination-message file.
+func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
+	opts, err := a.volumes.containerOptions(pod, step.spec, step.attempt)
+	if err != nil {
+		return nil, err
+	}
+	return containerConfig(pod, step, opts...)
+}
+
 // containerConfig is the CRI config of step, built by
-// podcri.ContainerConfig with the sandbox's namespaces, plus the agent's
+// podcri.ContainerConfig with the sandbox's namespaces (and opts), plus the agent's
 // per-container annotations, its managed label and its hash and kind
 // annotations, which its restart adoption and status code read. The agent
 // gives its sandboxes no log directory, so the container has no log path.
-func containerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
+func containerConfig(pod *corev1.Pod, step containerStart, opts ...podcri.ContainerOption) (*runtimeapi.ContainerConfig, error) {
 	c := step.spec
-	cfg, err := podcri.ContainerConfig(pod, c,
-		podcri.WithRestartCount(step.attempt), podcri.WithNamespaceOptions(nodeNamespaces(pod)))
+	cfg, err := podcri.ContainerConfig(pod, c, append([]podcri.ContainerOption{
+		podcri.WithRestartCount(step.attempt), podcri.WithNamespaceOptions(nodeNamespaces(pod))}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		}
 		a.inspector.forget(id)
 	}
-	cfg, err := containerConfig(pod, step)
+	cfg, err := a.podContainerConfig(pod, step)
 	if err != nil {
 		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
 	}
