@@ -23,5 +23,5 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig
 // termination-message file). Its errors are
 // podcri.ContainerConfig's (*podcri.ArgError, *podcri.EnvError).
 func ContainerConfig(pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32) (*runtimeapi.ContainerConfig, error) {
-	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)})
+	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)}, false)
 }

@@ -61,7 +61,7 @@ func (o plegObserver) modeChanged(from, to pleg.Mode, cause error) {
 
 func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	cfg := a.cfg
-	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.workers.Wake, log: a.log}
+	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.wakeAndReport, log: a.log}
 	threshold := cfg.healthThreshold
 	if threshold == 0 {
 		threshold = cfg.scaled(RelistThreshold)
@@ -173,6 +173,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 			Attempt:   c.GetMetadata().GetAttempt(),
 			CreatedAt: time.Unix(0, c.CreatedAt),
 			Hash:      c.Annotations[annotationHash],
+			Runtime:   c,
 		}
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:

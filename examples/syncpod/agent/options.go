@@ -2,12 +2,15 @@ package agent
 
 import (
 	"fmt"
-	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/asyncpull"
+	"github.com/syncpod/syncpod/concurrentstart/admission"
 )
 
 // Mode selects how the agent runs pods.
@@ -64,7 +67,15 @@ type config struct {
 	sampleEvery     time.Duration
 	admission       *admission.Controller
 	admissionSet    bool
-	podDir          string
+
+	nodeIP       string
+	podLogDir    string
+	crashInitial time.Duration // 0: CrashLoopInitial, scaled
+	crashMax     time.Duration // 0: CrashLoopMax, scaled
+	maxGrace     time.Duration // 0: no cap
+	statusHook   func(*corev1.Pod)
+	pullOpts     []asyncpull.Option
+	podDir       string
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
@@ -173,4 +184,42 @@ func WithPodDir(dir string) Option { return func(c *config) { c.podDir = dir } }
 // baseline mode never uses it.
 func WithStartAdmission(ctl *admission.Controller) Option {
 	return func(c *config) { c.admission, c.admissionSet = ctl, true }
+}
+
+// WithNodeIP sets the node's IP: every pod's hostIP and, as the agent's
+// pods use the node's network, its podIP.
+func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
+
+// WithPodLogDir gives each sandbox a log directory under dir
+// (dir/<namespace>_<name>_<uid>) and each container the kubelet's log
+// path in it (<container>/<restart>.log), so that crictl logs and log
+// shippers find the logs. By default containers have no log path.
+func WithPodLogDir(dir string) Option { return func(c *config) { c.podLogDir = dir } }
+
+// WithCrashBackOff sets the container restart back-off: initial, doubling
+// to maxDelay (default the kubelet's 10 s to 300 s, scaled by
+// WithTimeScale; these are not scaled). Non-positive values keep the
+// default.
+func WithCrashBackOff(initial, maxDelay time.Duration) Option {
+	return func(c *config) { c.crashInitial, c.crashMax = initial, maxDelay }
+}
+
+// WithMaxGracePeriod caps every pod's termination grace period (a
+// deletion's, or the spec's). Zero or negative: no cap.
+func WithMaxGracePeriod(d time.Duration) Option { return func(c *config) { c.maxGrace = d } }
+
+// WithPodStatusHook calls f with a copy of a pod, its status the
+// corev1.PodStatus the agent reports (Agent.Pod), whenever that status
+// changes, and once more with the terminal status (Succeeded or Failed,
+// every container terminated, the deletion's timestamp) when a deleted pod
+// has been stopped. f is called from one goroutine, outside the agent's
+// locks, so it may call the agent; statuses of one pod coalesce (the
+// latest wins) and arrive in order, so a slow f delays but never loses an
+// update. Without it the agent computes no status unless asked.
+func WithPodStatusHook(f func(*corev1.Pod)) Option { return func(c *config) { c.statusHook = f } }
+
+// WithPullOptions adds options to the syncpod-mode pull scheduler, after
+// the agent's own (its clock, bound, queue policy, back-off and notify).
+func WithPullOptions(opts ...asyncpull.Option) Option {
+	return func(c *config) { c.pullOpts = append(c.pullOpts, opts...) }
 }

@@ -40,7 +40,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		return early
 	}
 	a.volumes.setUp(pod)
-	sb := sandboxConfig(pod, sbAttempt)
+	sb := a.podSandboxConfig(pod, sbAttempt)
 	sandboxID := st.SandboxID
 	if acts.createSandbox {
 		id, err := a.runSandbox(ctx, pod, st, acts)
@@ -61,6 +61,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		d := a.clock.Since(t)
 		a.blocked.add(d)
 		a.pods.addPullWait(pod.UID, d)
+		a.recordPull(pod, step.spec.Image, err == nil, err)
 		if err != nil {
 			return err
 		}

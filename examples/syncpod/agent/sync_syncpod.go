@@ -49,7 +49,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		return early
 	}
 	a.volumes.setUp(pod)
-	sb := sandboxConfig(pod, sbAttempt)
+	sb := a.podSandboxConfig(pod, sbAttempt)
 
 	// Every image of the pod, now: pulls overlap sandbox creation and the
 	// init chain, and a present image costs one map lookup.
@@ -62,6 +62,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		if err != nil {
 			pullErrs = append(pullErrs, err)
 		}
+		a.recordPull(pod, image, ok, err)
 		waiting = waiting || !ok
 	}
 	a.pods.pullWaiting(pod.UID, a.clock.Now(), waiting)
