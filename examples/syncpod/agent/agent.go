@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type Agent struct {
 	ownAdmission bool                  // made by New, closed by Stop
 	pods         *podRecords
 	expects      map[types.UID]*expectations // syncpod: what workers did and have not seen yet
+	volumes      *volumeManager
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -102,6 +104,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if _, err := ParseMode(string(cfg.mode)); err != nil {
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
+	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
+		return nil, fmt.Errorf("agent: New: WithPodDir: %q is not an absolute path", cfg.podDir)
+	}
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
 	if cfg.sampleEvery <= 0 {
@@ -134,6 +139,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
+	a.volumes = newVolumeManager(cfg.podDir, a.log)
 	syncMode := a.syncSyncPod
 	if cfg.mode == ModeBaseline {
 		syncMode = a.syncBaseline
@@ -351,6 +357,11 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 { // the sandboxes are gone: so go the volumes
+		if err := a.volumes.tearDown(pod.UID); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	err = errors.Join(errs...)
 	if err != nil && ctx.Err() == nil {
 		a.log.Warn("kill pod", zap.String("pod", podKey(pod)), zap.Error(err))
@@ -365,6 +376,7 @@ func (a *Agent) forgetPod(uid types.UID) {
 	a.cache.Delete(uid)
 	a.backoff.forgetPrefix(string(uid) + "/")
 	a.pods.remove(uid)
+	a.volumes.forget(uid)
 	a.mu.Lock()
 	delete(a.lastSync, uid)
 	delete(a.expects, uid)

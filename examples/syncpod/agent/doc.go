@@ -35,7 +35,17 @@
 //
 // An adopted pod is reported Adopted, its start the sandbox's creation.
 //
-// Not done yet: probes, lifecycle hooks and volumes; the crash-loop
+// Volumes (WithPodDir): emptyDir (a tmpfs for medium Memory, as root;
+// sizeLimit is not enforced on disk), hostPath with the kubelet's type
+// checks, and downwardAPI and projected downwardAPI files, written
+// atomically and rewritten when the pod's metadata changes; a volume that
+// cannot be set up fails only the starts of the containers mounting it,
+// with a *VolumeError, and is retried on the next sync. A pod's directory
+// goes with its sandbox; an adopting agent keeps it.
+//
+// Not done yet: probes, lifecycle hooks, and the volumes that need the API
+// server (configMap, secret, service-account tokens: a pod using one
+// fails those containers' starts with a message saying so); the crash-loop
 // back-off is kept in memory (as the kubelet keeps it), so an adopting
 // agent starts it afresh.
 //

@@ -39,7 +39,7 @@ func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
 }
 
 // containerConfig is the CRI config of step, built by
-// podcri.ContainerConfig with the sandbox's namespaces, plus the agent's
+// podcri.ContainerConfig with the sandbox's namespaces (and extra), plus the agent's
 // per-container annotations, its managed label and its hash and kind
 // annotations, which its restart adoption and status code read. Without
 // logs (no WithPodLogDir) the sandbox has no log directory, so the
@@ -146,9 +146,14 @@ func (a *Agent) podIP(pod *corev1.Pod, st *PodStatus) string {
 }
 
 // podContainerConfig is containerConfig with this agent's node settings
-// (log paths, the node's IPs for the downward API).
+// (log paths, the node's IPs for the downward API), the pod's volumes
+// mounted (set up by the pod's sync, see volumeManager) and the
+// container's termination-message file.
 func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
-	var extra []podcri.ContainerOption
+	extra, err := a.volumes.containerOptions(pod, step.spec, step.attempt)
+	if err != nil {
+		return nil, err
+	}
 	if a.cfg.podNetwork {
 		extra = append(extra, podcri.WithNamespaceOptions(podcri.NamespaceOptions(pod)))
 	}

@@ -76,6 +76,7 @@ type config struct {
 	maxGrace     time.Duration // 0: no cap
 	statusHook   func(PodStatusUpdate)
 	pullOpts     []asyncpull.Option
+	podDir       string
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
@@ -160,6 +161,18 @@ func WithHealthSampling(d time.Duration) Option { return func(c *config) { c.sam
 func (c *config) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.scale)
 }
+
+// WithPodDir sets the directory, an absolute path, under which the agent
+// keeps a directory per pod, <dir>/<pod UID>, as the kubelet keeps
+// /var/lib/kubelet/pods: the pod's emptyDir, downwardAPI and projected
+// volumes (volumes/kubernetes.io~empty-dir/<name>, ...) and each
+// container's termination-message file (containers/<name>/<attempt>).
+// The syncpod command uses DefaultPodDir. A pod's directory is removed
+// once its sandbox is (on delete, RemoveOrphans, Cleanup). Without it
+// (the default) the agent makes no directories: a pod with such a volume
+// fails its containers' starts with a *VolumeError, and containers get no
+// termination-message file; hostPath volumes still work.
+func WithPodDir(dir string) Option { return func(c *config) { c.podDir = dir } }
 
 // WithStartAdmission shares ctl, a node-wide start admission, among this
 // agent's pod workers (and any other user of ctl): in syncpod mode every

@@ -39,6 +39,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 	if done {
 		return early
 	}
+	a.volumes.setUp(pod)
 	sb := a.podSandboxConfig(pod, sbAttempt)
 	sandboxID := st.SandboxID
 	if acts.createSandbox {

@@ -48,6 +48,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	if done {
 		return early
 	}
+	a.volumes.setUp(pod)
 	sb := a.podSandboxConfig(pod, sbAttempt)
 
 	// Every image of the pod, now: pulls overlap sandbox creation and the
