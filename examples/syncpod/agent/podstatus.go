@@ -93,7 +93,7 @@ func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) p
 		RuntimeName: runtimeName,
 		HostIP:      a.cfg.nodeIP,
 		PodIP:       a.podIP(rec.pod, st),
-		StartTime:   rec.created,
+		StartTime:   startTime(rec),
 		Previous:    rec.published,
 		Now:         a.clock.Now(),
 		PodWaiting:  rec.podWaiting,
@@ -253,4 +253,18 @@ func (a *Agent) Healthy() error {
 		err = errors.New("agent: PLEG is not healthy")
 	}
 	return err
+}
+
+// startTime is the pod's start as the kubelet keeps it: the one the pod
+// already has (a pod from the API server that an earlier agent started),
+// else, for a pod adopted from an earlier run, its sandbox's creation, else
+// when this agent accepted it.
+func startTime(rec *podRecord) time.Time {
+	switch {
+	case rec.pod.Status.StartTime != nil && !rec.pod.Status.StartTime.IsZero():
+		return rec.pod.Status.StartTime.Time
+	case rec.adopted && !rec.startedAt.IsZero():
+		return rec.startedAt
+	}
+	return rec.created
 }

@@ -340,8 +340,12 @@ func TestNewProviderAdoptsRunningPods(t *testing.T) {
 	if err := first.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	notified.waitFor(t, "running", isRunning)
+	running := notified.waitFor(t, "running", isRunning)
+	firstStart := running.Status.StartTime
 	before := ids()
+	// virtual-kubelet creates the pod again as the API server holds it,
+	// with the status the first provider reported.
+	pod.Status = running.Status
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +357,9 @@ func TestNewProviderAdoptsRunningPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := again.waitFor(t, "running after the restart", isRunning)
+	if got.Status.StartTime == nil || (firstStart != nil && !got.Status.StartTime.Equal(firstStart)) {
+		t.Errorf("start time %v after the restart, want the first run's %v", got.Status.StartTime, firstStart)
+	}
 	for _, cs := range got.Status.ContainerStatuses {
 		if cs.RestartCount != 0 {
 			t.Errorf("%s restarted %d times", cs.Name, cs.RestartCount)
