@@ -143,8 +143,9 @@ func PodStatus(in StatusInput) (corev1.PodStatus, error) {
 		c := &pod.Spec.InitContainers[i]
 		cs := v.status(c, defaultWaiting)
 		if !isRestartable(c) {
-			// A regular init container is ready once it has succeeded.
-			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+			// A regular init container is ready once it has succeeded;
+			// nothing of a terminated pod is.
+			cs.Ready = !in.Terminal && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {

@@ -58,8 +58,8 @@ func checkRunning(t *testing.T, pod *corev1.Pod, wantInit, wantSidecars, wantReg
 			t.Errorf("init container %s: %+v, want terminated Completed exit 0", name, cs)
 			continue
 		}
-		if cs.Ready {
-			t.Errorf("init container %s is ready", name)
+		if !cs.Ready { // the kubelet's: an init container that succeeded is ready
+			t.Errorf("init container %s completed but is not ready", name)
 		}
 	}
 	check := func(list []corev1.ContainerStatus, name string) {
