@@ -45,6 +45,9 @@ func hasProbes(c *corev1.Container) bool {
 	return c.StartupProbe != nil || c.ReadinessProbe != nil || c.LivenessProbe != nil
 }
 
+// maxProbeTries is how often a probe that could not run is tried in a row.
+const maxProbeTries = 3
+
 // probeRunner runs one probe once (Agent.runProbe).
 type probeRunner func(ctx context.Context, t handlerTarget, p *corev1.Probe) (probeResult, string, error)
 
@@ -268,7 +271,17 @@ func (p *prober) probe(w *probeWorker) {
 	probe := w.probe
 	p.mu.Unlock()
 
-	res, out, err := p.run(p.ctx, t, probe)
+	// A probe that could not run is tried again at once, up to three
+	// times, as the kubelet does.
+	var res probeResult
+	var out string
+	var err error
+	for range maxProbeTries {
+		res, out, err = p.run(p.ctx, t, probe)
+		if err == nil || p.ctx.Err() != nil {
+			break
+		}
+	}
 
 	p.mu.Lock()
 	w.running = false
@@ -329,7 +342,7 @@ func restartMessage(pod *corev1.Pod, c *corev1.Container, what string) string {
 func (p *prober) applyLocked(w *probeWorker, res probeResult, out string, err error, now time.Time) notice {
 	var n notice
 	c := w.c
-	ev := Event{Pod: c.pp.key, Container: c.spec.Name}
+	ev := Event{Pod: c.pp.key, Container: c.spec.Name, Attempt: c.attempt}
 	switch {
 	case res == resultUnknown:
 		ev.Type, ev.Err = EventUnhealthy, &ProbeError{Probe: w.kind.String(), Container: c.spec.Name, Err: err}
