@@ -149,7 +149,9 @@ func TestExecSyncTimeout(t *testing.T) {
 		t.Fatalf("the command's ctx ended with %v, want Canceled", e)
 	}
 
-	rt.SetExecHandler(func(context.Context, string, []string) ([]byte, []byte, int32, error) { return []byte("ok"), nil, 0, nil })
+	rt.SetExecHandler(func(context.Context, string, []string) ([]byte, []byte, int32, error) {
+		return []byte("ok"), nil, 0, nil
+	})
 	resp, err := rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: c.ContainerId, Cmd: []string{"true"}, Timeout: 1})
 	if err != nil || string(resp.Stdout) != "ok" {
 		t.Fatalf("ExecSync = %v, %v", resp, err)

@@ -9,7 +9,8 @@ import (
 )
 
 const usage = `usage: workload [step ...]
-steps: pause | sleep DURATION | exit CODE | echo TEXT | stderr TEXT | ignore-term`
+steps: pause | sleep DURATION | exit CODE | echo TEXT | stderr TEXT | ignore-term |
+       http ADDR | touch PATH | rm PATH | exists PATH`
 
 // step is one parsed instruction.
 type step struct {
@@ -58,7 +59,7 @@ func parse(args []string) ([]step, error) {
 				return nil, fmt.Errorf("exit: bad code %q (want 0-255)", a)
 			}
 			steps = append(steps, step{op: op, code: c})
-		case "echo", "stderr":
+		case "echo", "stderr", "http", "touch", "rm", "exists":
 			a, err := needArg()
 			if err != nil {
 				return nil, err
@@ -118,6 +119,10 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 			fmt.Fprintln(stdout, s.text)
 		case "stderr":
 			fmt.Fprintln(stderr, s.text)
+		case "http", "touch", "rm", "exists":
+			if code, stop := fileOrNetStep(s, stderr); stop {
+				return code
+			}
 		}
 	}
 	return 0
