@@ -78,7 +78,8 @@ func (f *fakeNode) drive(what string, cond func() bool) {
 	}
 	for !cond() {
 		if time.Now().After(deadline) {
-			f.t.Fatalf("timed out waiting for %s (fake time %v)", what, f.clk.Now())
+			next, ok := f.clk.next()
+			f.t.Fatalf("timed out waiting for %s (fake time %v; quiescent %v, runtime idle %v, next deadline %v %v)", what, f.clk.Now(), f.a.Quiescent(), runtimeIdle(f.n.rt), next, ok)
 		}
 		if ok, before := idle(); ok {
 			time.Sleep(5 * time.Millisecond)
@@ -225,6 +226,16 @@ func TestProbeReadiness(t *testing.T) {
 			f.drive("ready again", func() bool { _, r := f.a.ProbeState(pod.UID, "app", id); return r })
 			if n := len(log.of("ready?")) - before; n != 2 {
 				t.Errorf("ready again after %d successes, want the successThreshold of 2", n)
+			}
+
+			// A removed pod is probed no more.
+			f.a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: pod})
+			f.drive("pod gone", func() bool { return f.a.Snapshot().Total == 0 })
+			before = len(log.of("ready?"))
+			later := f.clk.Now().Add(time.Minute)
+			f.drive("a minute", func() bool { return !f.clk.Now().Before(later) })
+			if n := len(log.of("ready?")) - before; n != 0 {
+				t.Errorf("%d probes of a removed pod", n)
 			}
 		})
 	}

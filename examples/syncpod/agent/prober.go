@@ -289,6 +289,10 @@ func (p *prober) probe(w *probeWorker) {
 		p.mu.Unlock()
 		return
 	}
+	if err != nil {
+		p.log.Debug("probe errored", zap.String("pod", c.pp.key), zap.String("container", c.spec.Name),
+			zap.Stringer("probe", w.kind), zap.Error(err))
+	}
 	n := p.applyLocked(w, res, out, err, p.clock.Now())
 	uid := c.pp.uid
 	p.mu.Unlock()
@@ -703,13 +707,6 @@ func (p *prober) killed(uid types.UID, id string) {
 			pp.killed[id] = k
 		}
 	}
-}
-
-// stats reports how many containers and scheduled probes the prober holds.
-func (p *prober) stats() (containers, scheduled int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.byID), len(p.queue)
 }
 
 // probeQueue is a heap of probe workers by due time.
