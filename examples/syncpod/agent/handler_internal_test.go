@@ -143,3 +143,22 @@ func TestHookHandlers(t *testing.T) {
 		t.Fatal("an empty hook succeeded")
 	}
 }
+
+// WithNodeIP is the host of handlers that name none.
+func TestNodeIPIsTheDefaultHost(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}}
+	a := handlerAgent()
+	WithNodeIP("127.0.0.2")(&a.cfg)
+	if res, out, _ := a.runProbe(context.Background(), handlerTarget{container: &corev1.Container{}}, probe); res != resultSuccess {
+		t.Fatalf("probe of the node IP = %v %q, want success", res, out)
+	}
+	if got := handlerAgent().handlerHost(""); got != DefaultNodeIP {
+		t.Fatalf("default host %q, want %q", got, DefaultNodeIP)
+	}
+}
