@@ -83,8 +83,9 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	podDir := t.TempDir()
 	agentCmd := func(args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
-		cmd := exec.Command(bin, append([]string{"--manifests", dir, "--runtime-endpoint", n.Endpoint, "--log-level", "info"}, args...)...)
+		cmd := exec.Command(bin, append([]string{"--manifests", dir, "--runtime-endpoint", n.Endpoint, "--log-level", "info", "--pod-dir", podDir}, args...)...)
 		var out, logs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &logs
 		cmd.Env = append(os.Environ(), envRunMain+"=1")

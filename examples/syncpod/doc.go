@@ -42,6 +42,10 @@
 //	                       done on the embedded runtime); failed removals are
 //	                       retried until --cleanup-timeout (default 5m), then
 //	                       the pods left are named and the exit status is 1
+//	--pod-dir D            the pods' volumes (emptyDir, downwardAPI) and
+//	                       termination-message files, under D/<pod UID>
+//	                       (default /var/lib/syncpod/pods; the embedded
+//	                       runtime uses a temporary directory unless given)
 //
 // SIGINT or SIGTERM stops every worker (running syncs and pulls are
 // cancelled), the PLEG and the metrics server, and prints the summary.

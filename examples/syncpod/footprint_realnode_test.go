@@ -76,7 +76,7 @@ func measureFootprint(t testing.TB, pods int, window time.Duration) footprint {
 	}
 	defer logFile.Close()
 	agent := exec.Command(bin, "--manifests", manifests, "--runtime-endpoint", proxy.Endpoint(),
-		"--cleanup", "--log-level", "error")
+		"--cleanup", "--log-level", "error", "--pod-dir", t.TempDir())
 	agent.Stdout, agent.Stderr = logFile, logFile
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)

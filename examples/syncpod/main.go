@@ -39,6 +39,8 @@ type options struct {
 	cleanupWait time.Duration
 	timeout     time.Duration
 	untilUp     bool
+	podDir      string
+	podDirSet   bool // --pod-dir given: used even on the embedded runtime
 }
 
 // defaultCleanupWait bounds the retries of --cleanup: long enough for a
@@ -58,12 +60,14 @@ func main() {
 	fs.DurationVar(&o.cleanupWait, "cleanup-timeout", defaultCleanupWait, "with --cleanup: keep retrying the removal this long, then name the pods left and exit non-zero")
 	fs.DurationVar(&o.timeout, "demo-timeout", defaultDemoTimeout, "demo: give up waiting for the pods after this long")
 	fs.BoolVar(&o.untilUp, "exit-when-running", false, "with --manifests: exit once every pod is running (for scripts)")
+	fs.StringVar(&o.podDir, "pod-dir", agent.DefaultPodDir, "directory of the pods' volumes and termination-message files (the embedded runtime uses a temporary one unless this is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncpod [flags]\n\nRuns pods on a CRI runtime with syncpod's building blocks.\n"+
 			"With no flags it runs a demo burst on an embedded simulated runtime.\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])
+	fs.Visit(func(f *flag.Flag) { o.podDirSet = o.podDirSet || f.Name == "pod-dir" })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
@@ -135,6 +139,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			pods = demo
 		}
 		o.cleanup = true
+		if !o.podDirSet { // simulated pods keep their volumes in a scratch directory
+			tmp, err := os.MkdirTemp("", "syncpod-pods-")
+			if err != nil {
+				return fmt.Errorf("pod directory: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			o.podDir = tmp
+		}
 	}
 	client, err := criclient.Dial(ctx, endpoint, criclient.WithLogger(log))
 	if err != nil {
@@ -144,7 +156,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	progress := newProgress(out, !o.json && isTerminal(out))
-	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg),
+	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg), agent.WithPodDir(o.podDir),
 		agent.WithEventHook(progress.observe))
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type Agent struct {
 	pods         *podRecords
 	expects      map[types.UID]*expectations // syncpod: what workers did and have not seen yet
 	prober       *prober                     // startup, readiness and liveness probes of every pod
+	volumes      *volumeManager
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,6 +50,10 @@ type Agent struct {
 	active *activity // work in hand (see quiescent)
 
 	stopOnce sync.Once // Stop's work runs once; every caller waits for it
+
+	notifier *statusNotifier // nil without WithPodStatusHook
+	nameOnce sync.Once
+	rtName   string // the runtime's name (runtimeName)
 
 	mu       sync.Mutex
 	started  bool
@@ -105,6 +111,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if cfg.probeWorkers == 0 {
 		cfg.probeWorkers = DefaultProbeWorkers
 	}
+	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
+		return nil, fmt.Errorf("agent: New: WithPodDir: %q is not an absolute path", cfg.podDir)
+	}
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
 	if cfg.sampleEvery <= 0 {
@@ -128,11 +137,27 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.inspector = newInspector(rt)
 	cache := newStatusCache()
 	a.cache = cache
-	a.backoff = newCrashBackoff(a.clock, cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax))
+	crashInitial, crashMax := cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax)
+	if cfg.crashInitial > 0 {
+		crashInitial = cfg.crashInitial
+	}
+	if cfg.crashMax > 0 {
+		crashMax = max(cfg.crashMax, crashInitial)
+	}
+	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
-	sync := a.syncSyncPod
+	a.volumes = newVolumeManager(cfg.podDir, a.log)
+	syncMode := a.syncSyncPod
 	if cfg.mode == ModeBaseline {
-		sync = a.syncBaseline
+		syncMode = a.syncBaseline
+	}
+	if cfg.statusHook != nil {
+		a.notifier = newStatusNotifier()
+	}
+	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
+		res := syncMode(ctx, pod)
+		a.podStatusChanged(pod.UID) // its waiting reasons may have changed
+		return res
 	}
 	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(SyncErrorBackoff))
 	a.workers.onExit = a.forgetPod
@@ -152,7 +177,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		period := cfg.scaled(RelistPeriod)
 		a.images = &blockingPuller{img: img, clock: a.clock, obs: observePull}
 		a.relister = newRelister(rt, a.clock, a.log, a.inspector, func() time.Duration { return period },
-			threshold, a.cache, a.workers.Wake, observeRelist)
+			threshold, a.cache, a.wakeAndReport, observeRelist)
 		a.relister.active = a.active
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
@@ -199,6 +224,9 @@ func (a *Agent) Start() error {
 	if a.relister != nil {
 		a.relister.kick() // the first relist, at once
 	}
+	if a.notifier != nil {
+		a.wg.Go(func() { a.runStatusNotifier(a.ctx) })
+	}
 	a.wg.Add(2)
 	go func() {
 		defer a.wg.Done()
@@ -229,12 +257,13 @@ func (a *Agent) Apply(u PodUpdate) {
 		if a.cfg.mode == ModeSyncPod {
 			// Pulls start the moment the pod is known, ahead of its
 			// sandbox: they are the long pole of a start.
-			sb := sandboxConfig(pod, 0)
+			sb := a.podSandboxConfig(pod, 0)
 			for _, image := range podImages(pod) {
 				_, _ = a.images.ensure(a.ctx, pod.UID, image, pullPriority(pod, image), sb)
 			}
 		}
 		a.workers.UpdatePod(pod)
+		a.podStatusChanged(pod.UID)
 	case OpDelete:
 		uid := u.UID
 		if uid == "" && u.Pod != nil {
@@ -245,6 +274,9 @@ func (a *Agent) Apply(u PodUpdate) {
 		}
 		a.pods.terminating(uid)
 		a.prober.podTerminating(uid)
+		if u.Pod != nil && u.Pod.DeletionTimestamp != nil {
+			a.pods.update(uid, func(rec *podRecord) { rec.deleting = u.Pod })
+		}
 		if u.Pod != nil {
 			a.emit(Event{Type: EventDeleted, Pod: podKey(u.Pod)})
 		}
@@ -321,10 +353,23 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	for _, sb := range sbs {
 		// A failed graceful stop still removes the pod: removeSandbox
 		// kills what did not stop.
-		if err := a.stopContainersGracefully(ctx, pod, killGracePeriod(pod), sb.Id); err != nil {
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
 		}
+	}
+	if a.notifier != nil && ctx.Err() == nil {
+		// Read before the containers go: their exit codes make the phase.
+		if final, ok := a.finalStatus(ctx, pod.UID, sbs); ok {
+			a.notifier.enqueue(pod.UID, final)
+		}
+	}
+	for _, sb := range sbs {
 		if err := a.removeSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 { // the sandboxes are gone: so go the volumes
+		if err := a.volumes.tearDown(pod.UID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -343,6 +388,7 @@ func (a *Agent) forgetPod(uid types.UID) {
 	a.backoff.forgetPrefix(string(uid) + "/")
 	a.prober.forget(uid)
 	a.pods.remove(uid)
+	a.volumes.forget(uid)
 	a.mu.Lock()
 	delete(a.lastSync, uid)
 	delete(a.expects, uid)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -27,11 +28,17 @@ type CleanupError struct {
 	// Remaining names each pod (namespace/name) that still has a sandbox,
 	// sorted; empty when no pass could list the sandboxes.
 	Remaining []string
+	// Dirs names the pod directories (WithPodDir) that could not be
+	// removed once every sandbox was.
+	Dirs []string
 	// Err is the last failure of a pass (a runtime error, or ctx's error).
 	Err error
 }
 
 func (e *CleanupError) Error() string {
+	if len(e.Remaining) == 0 && len(e.Dirs) > 0 {
+		return fmt.Sprintf("agent: cleanup: %d pod directories remain (%s): %v", len(e.Dirs), strings.Join(e.Dirs, ", "), e.Err)
+	}
 	if len(e.Remaining) == 0 { // not even one pass listed the sandboxes
 		return fmt.Sprintf("agent: cleanup: the runtime's sandboxes could not be listed, pods may remain: %v", e.Err)
 	}
@@ -41,7 +48,8 @@ func (e *CleanupError) Error() string {
 func (e *CleanupError) Unwrap() error { return e.Err }
 
 // Cleanup removes every sandbox the agent (or an earlier run of it) made,
-// with their containers. Call it after Stop.
+// with their containers, and then every pod directory under WithPodDir's
+// directory (emptyDirs and all). Call it after Stop.
 //
 // A pass lists the agent's sandboxes and removes them, 8 at a time; when
 // a call fails (a loaded runtime times StopPodSandbox out, say) Cleanup
@@ -55,21 +63,28 @@ func (a *Agent) Cleanup(ctx context.Context) error {
 	}
 	delay := cleanupRetryInitial
 	var remaining map[string]string // sandbox ID → namespace/name, as last listed
+	var dirs []string               // pod directories left, once no sandbox is
 	for {
 		left, err := a.cleanupPass(ctx, remaining)
 		if err == nil {
-			return nil
+			if dirs, err = a.removePodDirs(nil); err == nil {
+				return nil
+			}
 		}
 		remaining = left
 		if ctx.Err() != nil {
-			return cleanupError(remaining, err)
+			ce := cleanupError(remaining, err)
+			ce.Dirs = dirs
+			return ce
 		}
 		a.log.Debug("cleanup: retrying", zap.Int("left", len(remaining)), zap.Duration("in", delay), zap.Error(err))
 		t := a.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return cleanupError(remaining, err)
+			ce := cleanupError(remaining, err)
+			ce.Dirs = dirs
+			return ce
 		case <-t.C():
 		}
 		delay = min(2*delay, cleanupRetryMax)
@@ -87,6 +102,27 @@ func cleanupError(remaining map[string]string, last error) *CleanupError {
 	}
 	sort.Strings(e.Remaining)
 	return e
+}
+
+// removePodDirs removes the pod directories of every pod keep does not
+// hold; it returns the directories it could not remove and why.
+func (a *Agent) removePodDirs(keep func(types.UID) bool) ([]string, error) {
+	uids, err := a.volumes.podDirs()
+	if err != nil {
+		return []string{a.volumes.dir}, err
+	}
+	var left []string
+	var errs []error
+	for _, uid := range uids {
+		if keep != nil && keep(uid) {
+			continue
+		}
+		if err := a.volumes.tearDown(uid); err != nil {
+			left = append(left, a.volumes.podPath(uid))
+			errs = append(errs, err)
+		}
+	}
+	return left, errors.Join(errs...)
 }
 
 // cleanupPass lists the agent's sandboxes and removes each. It returns

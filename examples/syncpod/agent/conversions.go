@@ -18,8 +18,10 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig
 // and no log path, plus the agent's label syncpod.io/managed and
 // annotations syncpod.io/container-hash and syncpod.io/container-kind, and
 // the per-container annotations "<key>.<container>" of the pod. init says
-// whether c is one of pod's init containers. Its errors are
+// whether c is one of pod's init containers. It mounts no volume (the
+// agent adds the pod's volume mounts, set up under WithPodDir, and the
+// termination-message file). Its errors are
 // podcri.ContainerConfig's (*podcri.ArgError, *podcri.EnvError).
 func ContainerConfig(pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32) (*runtimeapi.ContainerConfig, error) {
-	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)})
+	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)}, false)
 }

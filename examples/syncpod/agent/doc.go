@@ -37,8 +37,8 @@
 //
 // Probes and hooks, as the kubelet runs them: startup, readiness and
 // liveness probes (exec through the runtime's ExecSync, httpGet, tcpSocket,
-// gRPC; httpGet, tcpSocket and gRPC reach 127.0.0.1 or WithNodeIP unless
-// they name a host) with their period, timeout, thresholds and initial
+// gRPC; httpGet, tcpSocket and gRPC reach WithNodeIP, default 127.0.0.1,
+// unless they name a host) with their period, timeout, thresholds and initial
 // delay; readiness false until its first success, liveness and readiness
 // only once the startup probe passed, fresh probes for each container
 // instance. They run on a pool of WithProbeWorkers goroutines shared by
@@ -57,7 +57,17 @@
 // rest StopContainer gets (at least 2 s); a failure or overrun gives
 // FailedPreStopHook.
 //
-// Not done yet: volumes; preStop hooks of orphaned pods (their spec is
+// Volumes (WithPodDir): emptyDir (a tmpfs for medium Memory, as root;
+// sizeLimit is not enforced on disk), hostPath with the kubelet's type
+// checks, and downwardAPI and projected downwardAPI files, written
+// atomically and rewritten when the pod's metadata changes; a volume that
+// cannot be set up fails only the starts of the containers mounting it,
+// with a *VolumeError, and is retried on the next sync. A pod's directory
+// goes with its sandbox; an adopting agent keeps it.
+//
+// Not done yet: the volumes that need the API server (configMap, secret,
+// service-account tokens: a pod using one fails those containers' starts
+// with a message saying so); preStop hooks of orphaned pods (their spec is
 // gone); the crash-loop back-off is kept in memory (as the kubelet keeps
 // it), so an adopting agent starts it afresh.
 //

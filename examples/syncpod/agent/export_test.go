@@ -9,3 +9,6 @@ func (a *Agent) Quiescent() bool { return a.quiescent() }
 func (a *Agent) ProbeState(uid types.UID, name, id string) (started, ready bool) {
 	return a.probeState(uid, name, id)
 }
+
+// CheckHostPath exposes checkHostPath to the external tests.
+var CheckHostPath = checkHostPath

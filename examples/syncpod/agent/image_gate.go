@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/asyncpull"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // asyncGate is the syncpod-mode image gate: asyncpull's scheduler, which
@@ -38,7 +41,7 @@ var _ imageGate = (*asyncGate)(nil)
 func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, cfg config,
 	active *activity, wake func(types.UID), obs func(string, time.Duration, error)) (imageGate, error) {
 	g := &asyncGate{active: active, awaiting: map[types.UID]map[string]bool{}}
-	s, err := asyncpull.New(img,
+	s, err := asyncpull.New(img, append([]asyncpull.Option{
 		asyncpull.WithClock(clk),
 		asyncpull.WithLogger(log),
 		// No more pulls in the runtime than it downloads at once: pulls
@@ -60,7 +63,7 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 				g.inflight.Add(-1)
 				obs(e.Image, e.Duration, e.Err)
 			}
-		}))
+		})}, cfg.pullOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +83,8 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, prior
 	switch res.State {
 	case asyncpull.StatePresent:
 		return true, nil
-	case asyncpull.StateBackOff:
-		return false, fmt.Errorf("%s: %s: %w", res.Reason, image, res.Err)
-	case asyncpull.StateFailed:
-		return false, fmt.Errorf("%s: %s: %w", res.Reason, image, res.Err)
+	case asyncpull.StateBackOff, asyncpull.StateFailed:
+		return false, &pullError{Reason: res.Reason, Image: image, Err: res.Err}
 	}
 	return false, nil
 }
@@ -124,4 +125,31 @@ func (g *asyncGate) settle(uid types.UID, image string) {
 	if len(m) == 0 {
 		delete(g.awaiting, uid)
 	}
+}
+
+// pullError is a pull that did not give the image: Reason is the
+// kubelet's (asyncpull's ErrImagePull, ImagePullBackOff, ...).
+type pullError struct {
+	Reason, Image string
+	Err           error
+}
+
+func (e *pullError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Reason, e.Image, e.Err) }
+func (e *pullError) Unwrap() error { return e.Err }
+
+// pullWaiting is why a container whose image did not come waits, as the
+// kubelet shows it.
+func pullWaiting(err error) podcri.Waiting {
+	var pe *pullError
+	if errors.As(err, &pe) {
+		if pe.Reason == asyncpull.ReasonImagePullBackOff {
+			return podcri.Waiting{Reason: pe.Reason, Message: fmt.Sprintf("Back-off pulling image %q", pe.Image)}
+		}
+		return podcri.Waiting{Reason: pe.Reason, Message: pe.Err.Error()}
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "ImageInspectError") {
+		return podcri.Waiting{Reason: "ImageInspectError", Message: msg}
+	}
+	return podcri.Waiting{Reason: asyncpull.ReasonErrImagePull, Message: msg}
 }

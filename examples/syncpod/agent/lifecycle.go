@@ -61,7 +61,7 @@ func (o plegObserver) modeChanged(from, to pleg.Mode, cause error) {
 
 func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	cfg := a.cfg
-	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.workers.Wake, log: a.log}
+	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.wakeAndReport, log: a.log}
 	threshold := cfg.healthThreshold
 	if threshold == 0 {
 		threshold = cfg.scaled(RelistThreshold)
@@ -161,6 +161,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 	if chosen >= 0 {
 		st.SandboxID, st.SandboxReady, st.SandboxAttempt = cands[chosen].id, cands[chosen].ready, cands[chosen].attempt
 		st.SandboxCreated = time.Unix(0, cands[chosen].created)
+		st.SandboxIP = ps.SandboxStatuses[chosen].GetNetwork().GetIp()
 		st.OldSandboxes, st.StaleReady = others, staleReady
 	}
 	for i, c := range ps.ContainerStatuses {
@@ -173,6 +174,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 			Attempt:   c.GetMetadata().GetAttempt(),
 			CreatedAt: time.Unix(0, c.CreatedAt),
 			Hash:      c.Annotations[annotationHash],
+			Runtime:   c,
 		}
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -13,8 +14,8 @@ import (
 // podcri.SandboxConfig. Pods use the node's network namespace
 // (podcri.WithNodeNetwork, so no hostname): the agent sets up no CNI. The
 // agent adds its managed label, which its restart adoption reads.
-func sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	cfg, err := podcri.SandboxConfig(pod, podcri.WithAttempt(attempt), podcri.WithNodeNetwork())
+func sandboxConfig(pod *corev1.Pod, attempt uint32, extra ...podcri.SandboxOption) *runtimeapi.PodSandboxConfig {
+	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt), podcri.WithNodeNetwork()}, extra...)...)
 	if err != nil { // only a nil pod, which the agent never has
 		panic(err)
 	}
@@ -38,18 +39,21 @@ func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
 }
 
 // containerConfig is the CRI config of step, built by
-// podcri.ContainerConfig with the sandbox's namespaces, plus the agent's
+// podcri.ContainerConfig with the sandbox's namespaces (and extra), plus the agent's
 // per-container annotations, its managed label and its hash and kind
-// annotations, which its restart adoption and status code read. The agent
-// gives its sandboxes no log directory, so the container has no log path.
-func containerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
+// annotations, which its restart adoption and status code read. Without
+// logs (no WithPodLogDir) the sandbox has no log directory, so the
+// container gets no log path.
+func containerConfig(pod *corev1.Pod, step containerStart, logs bool, extra ...podcri.ContainerOption) (*runtimeapi.ContainerConfig, error) {
 	c := step.spec
-	cfg, err := podcri.ContainerConfig(pod, c,
-		podcri.WithRestartCount(step.attempt), podcri.WithNamespaceOptions(nodeNamespaces(pod)))
+	cfg, err := podcri.ContainerConfig(pod, c, append([]podcri.ContainerOption{
+		podcri.WithRestartCount(step.attempt), podcri.WithNamespaceOptions(nodeNamespaces(pod))}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	cfg.LogPath = ""
+	if !logs {
+		cfg.LogPath = ""
+	}
 	for k, v := range containerAnnotations(pod, c.Name) {
 		cfg.Annotations[k] = v
 	}
@@ -107,4 +111,62 @@ func nodeNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	ns := podcri.NamespaceOptions(pod)
 	ns.Network = runtimeapi.NamespaceMode_NODE
 	return ns
+}
+
+// podSandboxConfig is sandboxConfig with this agent's node settings (its
+// pod log directory).
+func (a *Agent) podSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	var extra []podcri.SandboxOption
+	if a.cfg.podLogDir != "" {
+		extra = append(extra, podcri.WithPodLogRoot(a.cfg.podLogDir))
+	}
+	if !a.cfg.podNetwork {
+		return sandboxConfig(pod, attempt, extra...)
+	}
+	// The runtime's pod network (its CNI) for every pod not on the host's.
+	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt)}, extra...)...)
+	if err != nil { // only a nil pod, which the agent never has
+		panic(err)
+	}
+	cfg.Labels[managedLabel] = "true"
+	return cfg
+}
+
+// podIP is the IP the agent reports for a pod: the node's, unless the pod
+// is on the runtime's pod network (WithPodNetwork), where it is its
+// sandbox's.
+func (a *Agent) podIP(pod *corev1.Pod, st *PodStatus) string {
+	if a.cfg.podNetwork && !pod.Spec.HostNetwork {
+		if st == nil {
+			return ""
+		}
+		return st.SandboxIP
+	}
+	return a.cfg.nodeIP
+}
+
+// podContainerConfig is containerConfig with this agent's node settings
+// (log paths, the node's IPs for the downward API), the pod's volumes
+// mounted (set up by the pod's sync, see volumeManager) and the
+// container's termination-message file.
+func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runtimeapi.ContainerConfig, error) {
+	extra, err := a.volumes.containerOptions(pod, step.spec, step.attempt)
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.podNetwork {
+		extra = append(extra, podcri.WithNamespaceOptions(podcri.NamespaceOptions(pod)))
+	}
+	if a.cfg.nodeIP != "" && (!a.cfg.podNetwork || pod.Spec.HostNetwork) {
+		extra = append(extra, podcri.WithPodIPs(a.cfg.nodeIP, a.cfg.nodeIP))
+	}
+	return containerConfig(pod, step, a.cfg.podLogDir != "", extra...)
+}
+
+// capGrace applies WithMaxGracePeriod to a pod's grace period.
+func (a *Agent) capGrace(d time.Duration) time.Duration {
+	if a.cfg.maxGrace > 0 && d > a.cfg.maxGrace {
+		return a.cfg.maxGrace
+	}
+	return d
 }

@@ -2,12 +2,15 @@ package agent
 
 import (
 	"fmt"
-	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/asyncpull"
+	"github.com/syncpod/syncpod/concurrentstart/admission"
 )
 
 // Mode selects how the agent runs pods.
@@ -65,7 +68,16 @@ type config struct {
 	admission       *admission.Controller
 	admissionSet    bool
 	probeWorkers    int
-	nodeIP          string
+
+	nodeIP       string
+	podNetwork   bool
+	podLogDir    string
+	crashInitial time.Duration // 0: CrashLoopInitial, scaled
+	crashMax     time.Duration // 0: CrashLoopMax, scaled
+	maxGrace     time.Duration // 0: no cap
+	statusHook   func(PodStatusUpdate)
+	pullOpts     []asyncpull.Option
+	podDir       string
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
@@ -151,6 +163,18 @@ func (c *config) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.scale)
 }
 
+// WithPodDir sets the directory, an absolute path, under which the agent
+// keeps a directory per pod, <dir>/<pod UID>, as the kubelet keeps
+// /var/lib/kubelet/pods: the pod's emptyDir, downwardAPI and projected
+// volumes (volumes/kubernetes.io~empty-dir/<name>, ...) and each
+// container's termination-message file (containers/<name>/<attempt>).
+// The syncpod command uses DefaultPodDir. A pod's directory is removed
+// once its sandbox is (on delete, RemoveOrphans, Cleanup). Without it
+// (the default) the agent makes no directories: a pod with such a volume
+// fails its containers' starts with a *VolumeError, and containers get no
+// termination-message file; hostPath volumes still work.
+func WithPodDir(dir string) Option { return func(c *config) { c.podDir = dir } }
+
 // WithStartAdmission shares ctl, a node-wide start admission, among this
 // agent's pod workers (and any other user of ctl): in syncpod mode every
 // RunPodSandbox and every container's create and start waits for a grant,
@@ -176,7 +200,56 @@ const DefaultProbeWorkers = 10
 // by New). A probe that comes due while all are busy runs when one frees.
 func WithProbeWorkers(n int) Option { return func(c *config) { c.probeWorkers = n } }
 
-// WithNodeIP sets the address httpGet, tcpSocket and gRPC probes and hooks
-// reach when they name no host (the pod's IP, which for the agent's pods,
-// on the node's network, is the node's). Default DefaultNodeIP.
+// WithNodeIP sets the node's IP: every pod's hostIP and, as the agent's
+// pods use the node's network, its podIP; httpGet, tcpSocket and gRPC
+// probes and hooks that name no host reach it (default DefaultNodeIP).
 func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
+
+// WithPodNetwork puts pods that are not hostNetwork on the runtime's pod
+// network (its CNI configuration), each with its sandbox's IP, instead of
+// the node's network, the default (the agent sets up no network itself).
+func WithPodNetwork() Option { return func(c *config) { c.podNetwork = true } }
+
+// WithPodLogDir gives each sandbox a log directory under dir
+// (dir/<namespace>_<name>_<uid>) and each container the kubelet's log
+// path in it (<container>/<restart>.log), so that crictl logs and log
+// shippers find the logs. By default containers have no log path.
+func WithPodLogDir(dir string) Option { return func(c *config) { c.podLogDir = dir } }
+
+// WithCrashBackOff sets the container restart back-off: initial, doubling
+// to maxDelay (default the kubelet's 10 s to 300 s, scaled by
+// WithTimeScale; these are not scaled). Non-positive values keep the
+// default.
+func WithCrashBackOff(initial, maxDelay time.Duration) Option {
+	return func(c *config) { c.crashInitial, c.crashMax = initial, maxDelay }
+}
+
+// WithMaxGracePeriod caps every pod's termination grace period (a
+// deletion's, or the spec's). Zero or negative: no cap.
+func WithMaxGracePeriod(d time.Duration) Option { return func(c *config) { c.maxGrace = d } }
+
+// WithPodStatusHook calls f with a copy of a pod, its status the
+// corev1.PodStatus the agent reports (Agent.Pod), whenever that status
+// changes, and once more, Final, with the terminal status (Succeeded or Failed,
+// every container terminated, the deletion's timestamp) when a deleted pod
+// has been stopped. f is called from one goroutine, outside the agent's
+// locks, so it may call the agent; statuses of one pod coalesce (the
+// latest wins) and arrive in order, so a slow f delays but never loses an
+// update. Without it the agent computes no status unless asked.
+func WithPodStatusHook(f func(PodStatusUpdate)) Option { return func(c *config) { c.statusHook = f } }
+
+// PodStatusUpdate is one delivery of WithPodStatusHook.
+type PodStatusUpdate struct {
+	// Pod is a copy of the pod as last applied, with the status the agent
+	// reports; the callee may keep or change it.
+	Pod *corev1.Pod
+	// Final says Pod was deleted and is stopped: this is its terminal
+	// status, and the last update of the pod.
+	Final bool
+}
+
+// WithPullOptions adds options to the syncpod-mode pull scheduler, after
+// the agent's own (its clock, bound, queue policy, back-off and notify).
+func WithPullOptions(opts ...asyncpull.Option) Option {
+	return func(c *config) { c.pullOpts = append(c.pullOpts, opts...) }
+}

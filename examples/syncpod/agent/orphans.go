@@ -22,7 +22,11 @@ import (
 // initial state (after a ManifestDir's first Sync), so that a pod whose
 // manifest vanished while the agent was down does not keep running; pods
 // asked for are adopted by their workers instead. It returns the pods
-// removed (namespace/name) and the removals that failed.
+// removed (namespace/name) and the removals that failed. The pod
+// directories (WithPodDir) of the pods removed go too, and so does any
+// other pod directory of a pod neither asked for nor on the runtime (its
+// sandbox was removed, the directory was not: the kubelet's orphaned pod
+// directories).
 func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 	if ctx == nil {
 		return nil, errors.New("agent: RemoveOrphans: ctx must not be nil")
@@ -33,8 +37,11 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 	}
 	var removed []string
 	var errs []error
+	left := map[types.UID]bool{} // pods that keep a sandbox
 	for _, sb := range sbs {
-		if a.workers.Known(types.UID(sb.GetLabels()[labelPodUID])) {
+		uid := types.UID(sb.GetLabels()[labelPodUID])
+		if a.workers.Known(uid) {
+			left[uid] = true
 			continue
 		}
 		name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
@@ -47,12 +54,16 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 		}
 		if err := a.removeSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))
+			left[uid] = true
 			continue
 		}
 		a.log.Info("removed an orphaned pod", zap.String("pod", name), zap.String("sandbox", sb.Id))
 		if !slices.Contains(removed, name) {
 			removed = append(removed, name)
 		}
+	}
+	if _, err := a.removePodDirs(func(uid types.UID) bool { return left[uid] || a.workers.Known(uid) }); err != nil {
+		errs = append(errs, fmt.Errorf("orphaned pod directories: %w", err))
 	}
 	slices.Sort(removed)
 	return removed, errors.Join(errs...)

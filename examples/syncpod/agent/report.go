@@ -5,16 +5,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 	"github.com/syncpod/syncpod/locks"
 	"github.com/syncpod/syncpod/pleg"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Op is the kind of a PodUpdate.
@@ -130,6 +133,14 @@ type podRecord struct {
 	adopted      bool
 	ownSandbox   string // the sandbox this agent created for the pod, if any
 	startedAt    time.Time
+
+	// What the reported corev1.PodStatus needs beyond the runtime's view.
+	waiting    map[string]podcri.Waiting              // why a container waits, by name
+	podWaiting *podcri.Waiting                        // a pod-level failure (the sandbox)
+	lastExited map[string]*runtimeapi.ContainerStatus // newest exited instance seen, by name
+	published  *corev1.PodStatus                      // the status last given to the status hook
+	deleting   *corev1.Pod                            // the pod as deleted (its deletion timestamp)
+	final      bool                                   // the terminal status is made: report nothing more
 }
 
 // podRecords holds per-pod reporting state plus the startup latencies of
@@ -281,6 +292,35 @@ func (r *podRecords) addPullWait(uid types.UID, d time.Duration) {
 
 func (r *podRecords) setMessage(uid types.UID, msg string) {
 	r.update(uid, func(rec *podRecord) { rec.message = msg })
+}
+
+// setWaiting records why container name of pod uid waits.
+func (r *podRecords) setWaiting(uid types.UID, name string, w podcri.Waiting) {
+	r.update(uid, func(rec *podRecord) {
+		if rec.waiting == nil {
+			rec.waiting = map[string]podcri.Waiting{}
+		}
+		rec.waiting[name] = w
+	})
+}
+
+// clearWaiting forgets why container name waits: any reason, or only
+// those listed.
+func (r *podRecords) clearWaiting(uid types.UID, name string, only ...string) {
+	r.update(uid, func(rec *podRecord) {
+		w, ok := rec.waiting[name]
+		if !ok {
+			return
+		}
+		if len(only) == 0 || slices.Contains(only, w.Reason) {
+			delete(rec.waiting, name)
+		}
+	})
+}
+
+// setPodWaiting records the pod-level failure, nil when there is none.
+func (r *podRecords) setPodWaiting(uid types.UID, w *podcri.Waiting) {
+	r.update(uid, func(rec *podRecord) { rec.podWaiting = w })
 }
 
 func (r *podRecords) reports() []PodReport {

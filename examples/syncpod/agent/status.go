@@ -59,6 +59,10 @@ type ContainerStatus struct {
 	FinishedAt time.Time      // for StateExited: when it exited
 	Hash       string         // hash of the spec it was started from, to detect changes
 	Assumed    bool           // started by this agent, not yet seen in the status
+	// Runtime is the runtime's own status of the instance (image, reason,
+	// start time) when known; nil for an Assumed one. In ModeBaseline a
+	// running instance's comes from its list entry, without a start time.
+	Runtime *runtimeapi.ContainerStatus
 }
 
 // PodStatus is what the runtime has for one pod.
@@ -70,6 +74,7 @@ type PodStatus struct {
 	OldSandboxes   []string                    // other sandboxes of the pod, to remove
 	StaleReady     []string                    // other sandboxes that are ready: duplicates to remove now
 	SandboxCreated time.Time                   // when the chosen sandbox was created
+	SandboxIP      string                      // the chosen sandbox's IP, when the runtime gives it (syncpod mode)
 	Containers     []*ContainerStatus          // all instances, newest first
 	latest         map[string]*ContainerStatus // by name, newest instance
 }
@@ -163,6 +168,8 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 		if n := c.Labels[labelContainerName]; n != "" && s.Name == "" {
 			s.Name = n
 		}
+		s.Runtime = &runtimeapi.ContainerStatus{Id: c.Id, Metadata: c.Metadata, State: c.State, CreatedAt: c.CreatedAt,
+			StartedAt: c.CreatedAt, Image: c.Image, ImageRef: c.ImageRef, Labels: c.Labels, Annotations: c.Annotations}
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 			s.State = StateRunning
@@ -174,6 +181,7 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 			}
 			s.ExitCode = full.ExitCode
 			s.FinishedAt = time.Unix(0, full.FinishedAt)
+			s.Runtime = full
 		default:
 			s.State = StateUnknown
 		}

@@ -39,7 +39,8 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 	if done {
 		return early
 	}
-	sb := sandboxConfig(pod, sbAttempt)
+	a.volumes.setUp(pod)
+	sb := a.podSandboxConfig(pod, sbAttempt)
 	sandboxID := st.SandboxID
 	if acts.createSandbox {
 		id, err := a.runSandbox(ctx, pod, st, acts)
@@ -60,6 +61,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		d := a.clock.Since(t)
 		a.blocked.add(d)
 		a.pods.addPullWait(pod.UID, d)
+		a.recordPull(pod, step.spec.Image, err == nil, err)
 		if err != nil {
 			return err
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // runSandbox removes the pod's dead sandbox (when there is one) and
@@ -27,13 +29,16 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 	}
 	var id string
 	err := a.admitted(ctx, pod, "RunPodSandbox", func() (err error) {
-		id, err = a.rt.RunPodSandbox(ctx, sandboxConfig(pod, acts.sandboxAttempt), "")
+		id, err = a.rt.RunPodSandbox(ctx, a.podSandboxConfig(pod, acts.sandboxAttempt), ptr.Deref(pod.Spec.RuntimeClassName, ""))
 		return err
 	})
 	if err != nil {
+		if ctx.Err() == nil {
+			a.pods.setPodWaiting(pod.UID, &podcri.Waiting{Reason: podcri.ReasonFailedCreatePodSandBox, Message: err.Error()})
+		}
 		return "", fmt.Errorf("RunPodSandbox: %w", err)
 	}
-	a.pods.update(pod.UID, func(rec *podRecord) { rec.ownSandbox = id })
+	a.pods.update(pod.UID, func(rec *podRecord) { rec.ownSandbox, rec.podWaiting = id, nil })
 	a.emit(Event{Type: EventSandbox, Pod: podKey(pod), Attempt: acts.sandboxAttempt})
 	return id, nil
 }
@@ -48,21 +53,31 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		}
 		a.inspector.forget(id)
 	}
-	cfg, err := containerConfig(pod, step)
+	name := step.spec.Name
+	failed := func(reason string, err error) {
+		if ctx.Err() == nil {
+			a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: reason, Message: err.Error()})
+		}
+	}
+	cfg, err := a.podContainerConfig(pod, step)
 	if err != nil {
-		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
+		failed(podcri.ReasonCreateContainerConfigError, err)
+		return fmt.Errorf("CreateContainer %s: %w", name, err)
 	}
 	var id string
 	err = a.admitted(ctx, pod, "CreateContainer", func() (err error) {
-		id, err = a.rt.CreateContainer(ctx, sandboxID, cfg, sandboxConfig(pod, sbAttempt))
+		id, err = a.rt.CreateContainer(ctx, sandboxID, cfg, a.podSandboxConfig(pod, sbAttempt))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("CreateContainer %s: %w", step.spec.Name, err)
+		failed(podcri.ReasonCreateContainerError, err)
+		return fmt.Errorf("CreateContainer %s: %w", name, err)
 	}
 	if err := a.admitted(ctx, pod, "StartContainer", func() error { return a.rt.StartContainer(ctx, id) }); err != nil {
-		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
+		failed(podcri.ReasonRunContainerError, err)
+		return fmt.Errorf("StartContainer %s: %w", name, err)
 	}
+	a.pods.clearWaiting(pod.UID, name)
 	if step.restartKey != "" {
 		a.backoff.next(step.restartKey, step.finishedAt)
 	}
@@ -114,6 +129,9 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 		a.emit(Event{Type: EventRunning, Pod: podKey(pod), Duration: d})
 	}
 	for _, name := range acts.inBackoff {
+		a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: podcri.ReasonCrashLoopBackOff,
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+				acts.backoffWait.Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)})
 		a.emit(Event{Type: EventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
 	}
 	if acts.finished {

@@ -48,7 +48,8 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	if done {
 		return early
 	}
-	sb := sandboxConfig(pod, sbAttempt)
+	a.volumes.setUp(pod)
+	sb := a.podSandboxConfig(pod, sbAttempt)
 
 	// Every image of the pod, now: pulls overlap sandbox creation and the
 	// init chain, and a present image costs one map lookup.
@@ -61,6 +62,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		if err != nil {
 			pullErrs = append(pullErrs, err)
 		}
+		a.recordPull(pod, image, ok, err)
 		waiting = waiting || !ok
 	}
 	a.pods.pullWaiting(pod.UID, a.clock.Now(), waiting)

@@ -30,7 +30,8 @@ import (
 //     and policy, the pod's termination grace period, and the ports as JSON.
 //   - LogPath: <name>/<restart count>.log, relative to the sandbox's
 //     LogDirectory.
-//   - Mounts: WithMounts, then the termination-message file.
+//   - Mounts: the volume mounts (WithVolumes, see Mounts), WithMounts,
+//     then the termination-message file (WithTerminationMessageHostPath).
 //   - Linux: resources (see Resources), security context (see
 //     SecurityContext) and namespace options (WithNamespaceOptions).
 func ContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ...ContainerOption) (*runtimeapi.ContainerConfig, error) {
@@ -74,13 +75,19 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ...ContainerOpti
 		b, _ := json.Marshal(c.Ports) // []corev1.ContainerPort always marshals
 		annotations[AnnotationContainerPorts] = string(b)
 	}
-	mounts := append([]*runtimeapi.Mount(nil), s.mounts...)
+	var mounts []*runtimeapi.Mount
+	if s.volumesSet {
+		if mounts, err = Mounts(c, s.volumes, s.selinux); err != nil {
+			return nil, err
+		}
+	}
+	mounts = append(mounts, s.mounts...)
 	if s.terminationPath != "" {
 		target := c.TerminationMessagePath
 		if target == "" {
 			target = corev1.TerminationMessagePathDefault
 		}
-		mounts = append(mounts, &runtimeapi.Mount{HostPath: s.terminationPath, ContainerPath: target})
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: s.terminationPath, ContainerPath: target, SelinuxRelabel: s.selinux})
 	}
 	ns := s.namespaceOptions
 	if ns == nil {

@@ -15,6 +15,9 @@ type containerSettings struct {
 	nodeMemory       int64
 	nodeMemorySet    bool
 	namespaceOptions *runtimeapi.NamespaceOption
+	volumes          map[string]Volume
+	volumesSet       bool
+	selinux          bool
 }
 
 // DefaultNodeMemoryCapacity is the node memory capacity the Burstable
@@ -33,9 +36,27 @@ func WithRestartCount(n uint32) ContainerOption {
 // as written.
 func WithImageRef(ref string) ContainerOption { return func(s *containerSettings) { s.imageRef = ref } }
 
-// WithMounts adds mounts, in order, before the termination-message mount.
+// WithMounts adds mounts, in order, after the volume mounts (WithVolumes)
+// and before the termination-message mount.
 func WithMounts(m ...*runtimeapi.Mount) ContainerOption {
 	return func(s *containerSettings) { s.mounts = append(s.mounts, m...) }
+}
+
+// WithVolumes converts the container's volumeMounts into CRI mounts (see
+// Mounts), given where each pod volume lives on the host, by volume name.
+// Without it the volumeMounts are ignored (a caller may pass its own with
+// WithMounts); with it, a mount naming a volume that volumes lacks fails
+// ContainerConfig with a *MountError.
+func WithVolumes(volumes map[string]Volume) ContainerOption {
+	return func(s *containerSettings) { s.volumes, s.volumesSet = volumes, true }
+}
+
+// WithSELinux tells whether the host runs SELinux: when it does, the
+// mounts of volumes that ask for it (Volume.SELinuxRelabel) and the
+// termination-message file are relabelled by the runtime, as the kubelet
+// asks (it checks the host the same way). Default false.
+func WithSELinux(enabled bool) ContainerOption {
+	return func(s *containerSettings) { s.selinux = enabled }
 }
 
 // WithTerminationMessageHostPath mounts the host file path at the

@@ -5,8 +5,16 @@
 // context. ContainerHash is a stable hash of a container spec, used to
 // detect spec changes.
 //
+// Volumes: given where each pod volume lives on the host (WithVolumes, a
+// Volume per name, VolumeAt for the kubelet's attributes of its kind),
+// ContainerConfig turns the container's volumeMounts into CRI mounts as
+// the kubelet does (Mounts: readOnly, subPath checks, mount propagation,
+// SELinux relabelling); VolumeFiles is the content the kubelet writes
+// into a downwardAPI volume. Setting volumes up is the caller's.
+//
 // The conversions are pure: they read the pod and write nothing, create no
-// directory and call no runtime. Volumes, secrets and config maps are out of
-// scope: callers pass mounts in with WithMounts, and an env variable or
-// envFrom that needs the API server is refused with an *EnvError.
+// directory and call no runtime. What needs the API server is refused: an
+// env variable or envFrom with an *EnvError, a secret, configMap or
+// service-account-token volume source with a *VolumeError; a mount that
+// cannot be made is a *MountError.
 package podcri

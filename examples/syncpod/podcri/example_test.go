@@ -40,3 +40,48 @@ func Example() {
 	// log path: app/1.log
 	// shares: 256 quota: 50000 period: 100000 oom: 999
 }
+
+// A container's volumeMounts become CRI mounts once the caller says where
+// each pod volume lives on the host; a downwardAPI volume's files come
+// from VolumeFiles.
+func ExampleMounts() {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "1234", Labels: map[string]string{"app": "web", "tier": "front"}},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+			},
+			Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", VolumeMounts: []corev1.VolumeMount{
+				{Name: "cache", MountPath: "/var/cache/nginx", SubPath: "nginx"},
+				{Name: "info", MountPath: "/etc/podinfo"},
+			}}},
+		},
+	}
+	dir := "/var/lib/syncpod/pods/1234/volumes"
+	volumes := map[string]podcri.Volume{
+		"cache": podcri.VolumeAt(pod.Spec.Volumes[0].VolumeSource, dir+"/kubernetes.io~empty-dir/cache"),
+		"info":  podcri.VolumeAt(pod.Spec.Volumes[1].VolumeSource, dir+"/kubernetes.io~downward-api/info"),
+	}
+	c, err := podcri.ContainerConfig(pod, &pod.Spec.Containers[0], podcri.WithVolumes(volumes))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range c.Mounts {
+		fmt.Println(m.ContainerPath, "<-", m.HostPath, "readonly:", m.Readonly)
+	}
+	files, err := podcri.VolumeFiles(pod, &pod.Spec.Volumes[1])
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s (%o):\n%s\n", files[0].Path, files[0].Mode, files[0].Data)
+	// Output:
+	// /var/cache/nginx <- /var/lib/syncpod/pods/1234/volumes/kubernetes.io~empty-dir/cache/nginx readonly: false
+	// /etc/podinfo <- /var/lib/syncpod/pods/1234/volumes/kubernetes.io~downward-api/info readonly: true
+	// labels (644):
+	// app="web"
+	// tier="front"
+}

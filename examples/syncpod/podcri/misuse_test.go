@@ -50,6 +50,21 @@ func TestMisuse(t *testing.T) {
 	if (&EnvError{Container: "a", Reason: "r"}).Error() == "" {
 		t.Error("empty EnvError message")
 	}
+	if _, err := Mounts(nil, nil, false); !errors.As(err, &ae) || ae.Arg != "container" {
+		t.Errorf("Mounts nil container: %v", err)
+	}
+	if _, err := VolumeFiles(nil, &corev1.Volume{}); !errors.As(err, &ae) || ae.Arg != "pod" {
+		t.Errorf("VolumeFiles nil pod: %v", err)
+	}
+	if _, err := VolumeFiles(pod, nil); !errors.As(err, &ae) || ae.Arg != "volume" {
+		t.Errorf("VolumeFiles nil volume: %v", err)
+	}
+	if got := (&MountError{Container: "app", Volume: "v", Reason: "r"}).Error(); got != `podcri: container "app": volumeMount "v": r` {
+		t.Errorf("MountError message %q", got)
+	}
+	if got := (&VolumeError{Volume: "v", Reason: "r"}).Error(); got != `podcri: volume "v": r` {
+		t.Errorf("VolumeError message %q", got)
+	}
 	// An empty pod (no containers at all) fails typed, no panic.
 	if _, err := ContainerConfig(&corev1.Pod{}, &corev1.Container{}); !errors.As(err, &ae) {
 		t.Errorf("empty pod: %v", err)

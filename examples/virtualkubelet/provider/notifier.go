@@ -108,3 +108,10 @@ func (n *notifier) close() {
 		n.mu.Unlock()
 	})
 }
+
+// pendingLen is how many pods have a status waiting for the callback.
+func (n *notifier) pendingLen() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.pending)
+}

@@ -7,21 +7,17 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/asyncpull"
-	"github.com/syncpod/syncpod/pleg"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 )
 
 // Defaults of the provider's own knobs.
 const (
-	// DefaultErrorResync is how soon a pod whose last sync failed (an image
-	// pull, a create or start error) is synced again: soon enough for the
-	// status to move from ErrImagePull to ImagePullBackOff as a kubectl user
-	// expects, while the back-offs decide when the next attempt really runs.
-	DefaultErrorResync = 2 * time.Second
 	// DefaultCrashBackOffInitial and DefaultCrashBackOffMax are the kubelet's
 	// container restart back-off: 10s doubling to 300s.
-	DefaultCrashBackOffInitial = 10 * time.Second
-	DefaultCrashBackOffMax     = 300 * time.Second
-	// DefaultGracePeriod is the stop grace period of a pod that names none.
+	DefaultCrashBackOffInitial = agent.CrashLoopInitial
+	DefaultCrashBackOffMax     = agent.CrashLoopMax
+	// DefaultGracePeriod caps the stop grace period of every pod by
+	// default: the kubelet's default terminationGracePeriodSeconds.
 	DefaultGracePeriod = 30 * time.Second
 	// DefaultMaxParallelStarts bounds the container starts of one pod in flight.
 	DefaultMaxParallelStarts = 8
@@ -31,25 +27,23 @@ const (
 type Option func(*config)
 
 type config struct {
-	clock             clock.Clock
+	clock             clock.WithTickerAndDelayedExecution
 	logger            *zap.Logger
 	nodeName          string
 	nodeIP            string
 	podLogDir         string
-	errorResync       time.Duration
 	crashInitial      time.Duration
 	crashMax          time.Duration
 	maxGrace          time.Duration
 	maxParallelStarts int
 	pullOpts          []asyncpull.Option
-	plegOpts          []pleg.Option
+	agentOpts         []agent.Option
 }
 
 func defaultConfig() config {
 	return config{
 		clock:             clock.RealClock{},
 		logger:            zap.NewNop(),
-		errorResync:       DefaultErrorResync,
 		crashInitial:      DefaultCrashBackOffInitial,
 		crashMax:          DefaultCrashBackOffMax,
 		maxGrace:          DefaultGracePeriod,
@@ -57,53 +51,51 @@ func defaultConfig() config {
 	}
 }
 
-// WithClock sets the clock for back-offs, resyncs and status times (default
-// the real clock). It is not passed to the PLEG or the pull scheduler; give
-// them their own with WithPLEGOptions and WithPullOptions.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+// WithClock sets the clock of everything time-based in the provider's
+// agent: back-offs, resyncs, the PLEG, the pull scheduler and status times
+// (default the real clock).
+func WithClock(c clock.WithTickerAndDelayedExecution) Option {
+	return func(cfg *config) { cfg.clock = c }
+}
 
-// WithLogger sets the logger (default: no-op).
+// WithLogger sets the logger (default zap.NewNop).
 func WithLogger(l *zap.Logger) Option { return func(cfg *config) { cfg.logger = l } }
 
-// WithNodeName names the node in the provider's logs.
+// WithNodeName names the node in logs.
 func WithNodeName(name string) Option { return func(cfg *config) { cfg.nodeName = name } }
 
-// WithNodeIP sets the node's IP: the pods' hostIP, and the podIP of
+// WithNodeIP sets the node's IP: every pod's hostIP, and the podIP of
 // hostNetwork pods.
 func WithNodeIP(ip string) Option { return func(cfg *config) { cfg.nodeIP = ip } }
 
-// WithPodLogDir sets the directory under which each pod gets its log
-// directory (<dir>/<namespace>_<name>_<uid>, as the kubelet's
-// /var/log/pods). Empty (default) gives pods no log directory.
+// WithPodLogDir puts each pod's logs under dir as the kubelet does
+// (dir/<namespace>_<name>_<uid>/<container>/<restart>.log), so crictl
+// logs and log shippers find them. Without it containers have no log path.
 func WithPodLogDir(dir string) Option { return func(cfg *config) { cfg.podLogDir = dir } }
 
-// WithErrorResync sets how soon a pod whose sync failed is synced again
-// (default DefaultErrorResync).
-func WithErrorResync(d time.Duration) Option { return func(cfg *config) { cfg.errorResync = d } }
-
-// WithCrashBackOff sets the container restart back-off (default 10s
-// doubling to 300s).
+// WithCrashBackOff sets the container restart back-off: initial, doubling
+// to maxDelay (default 10s to 300s).
 func WithCrashBackOff(initial, maxDelay time.Duration) Option {
 	return func(cfg *config) { cfg.crashInitial, cfg.crashMax = initial, maxDelay }
 }
 
-// WithMaxGracePeriod caps the stop grace period used when a pod is deleted
-// (default DefaultGracePeriod).
+// WithMaxGracePeriod caps the grace period containers get to stop
+// (default DefaultGracePeriod); a pod's own shorter one, or its
+// deletion's, wins.
 func WithMaxGracePeriod(d time.Duration) Option { return func(cfg *config) { cfg.maxGrace = d } }
 
-// WithMaxParallelStarts bounds how many of one pod's containers are being
-// created and started at once (default DefaultMaxParallelStarts).
+// WithMaxParallelStarts bounds the container starts of one pod in flight
+// (default DefaultMaxParallelStarts).
 func WithMaxParallelStarts(n int) Option { return func(cfg *config) { cfg.maxParallelStarts = n } }
 
-// WithPullOptions passes options to the asyncpull scheduler (parallelism,
-// QPS, back-off, clock ...). Give it the provider's clock if you give the
-// provider one: pull back-off ends are waited for on the provider's clock.
+// WithPullOptions passes options to the agent's asyncpull scheduler
+// (parallelism, QPS, back-off ...), after the agent's own.
 func WithPullOptions(opts ...asyncpull.Option) Option {
 	return func(cfg *config) { cfg.pullOpts = append(cfg.pullOpts, opts...) }
 }
 
-// WithPLEGOptions passes options to the PLEG (relist period, event stream,
-// clock ...).
-func WithPLEGOptions(opts ...pleg.Option) Option {
-	return func(cfg *config) { cfg.plegOpts = append(cfg.plegOpts, opts...) }
+// WithAgentOptions passes options to the agent the provider runs pods
+// with (its mode, admission, probes ...), after the provider's own.
+func WithAgentOptions(opts ...agent.Option) Option {
+	return func(cfg *config) { cfg.agentOpts = append(cfg.agentOpts, opts...) }
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncpod/syncpod/asyncpull"
 	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 	"github.com/syncpod/syncpod/examples/virtualkubelet/provider"
 )
 
@@ -53,7 +54,7 @@ func checkRunning(t *testing.T, pod *corev1.Pod, wantInit, wantSidecars, wantReg
 	}
 	for _, name := range wantInit {
 		cs := findStatus(pod.Status.InitContainerStatuses, name)
-		if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != provider.ReasonCompleted || cs.State.Terminated.ExitCode != 0 {
+		if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != podcri.ReasonCompleted || cs.State.Terminated.ExitCode != 0 {
 			t.Errorf("init container %s: %+v, want terminated Completed exit 0", name, cs)
 			continue
 		}
@@ -109,11 +110,11 @@ func TestPodControllerInitSidecarsRunning(t *testing.T) {
 		t.Errorf("initialising: PodReadyToStartContainers %q, want True", got)
 	}
 	for _, n := range []string{"app", "worker"} {
-		if r := waitingReason(findStatus(initializing.Status.ContainerStatuses, n)); r != provider.ReasonPodInitializing {
+		if r := waitingReason(findStatus(initializing.Status.ContainerStatuses, n)); r != podcri.ReasonPodInitializing {
 			t.Errorf("initialising: %s waits with %q, want PodInitializing", n, r)
 		}
 	}
-	if r := waitingReason(findStatus(initializing.Status.InitContainerStatuses, "proxy")); r != provider.ReasonPodInitializing {
+	if r := waitingReason(findStatus(initializing.Status.InitContainerStatuses, "proxy")); r != podcri.ReasonPodInitializing {
 		t.Errorf("initialising: sidecar waits with %q, want PodInitializing", r)
 	}
 	if n := len(containersOf(t, cri, pod.UID)); n != 1 {
@@ -248,7 +249,7 @@ func TestPodControllerImagePullFailure(t *testing.T) {
 	backoff := s.waitPod(pod.Name, "in ImagePullBackOff", func(p *corev1.Pod) string {
 		if r := waitingReason(findStatus(p.Status.ContainerStatuses, "app")); r != asyncpull.ReasonImagePullBackOff {
 			if clk.HasWaiters() {
-				clk.Step(provider.DefaultErrorResync)
+				clk.Step(2 * time.Second)
 			}
 			return "app waits with " + r
 		}
@@ -277,7 +278,7 @@ func TestPodControllerCrashLoopBackOff(t *testing.T) {
 	// First exit: restarted at once; second: back-off.
 	loop := s.waitPod(pod.Name, "in CrashLoopBackOff", func(p *corev1.Pod) string {
 		cs := findStatus(p.Status.ContainerStatuses, "app")
-		if waitingReason(cs) != provider.ReasonCrashLoopBackOff {
+		if waitingReason(cs) != podcri.ReasonCrashLoopBackOff {
 			return fmt.Sprintf("app %+v", cs)
 		}
 		return ""
@@ -286,7 +287,7 @@ func TestPodControllerCrashLoopBackOff(t *testing.T) {
 	if cs.RestartCount != 1 {
 		t.Errorf("restart count %d, want 1", cs.RestartCount)
 	}
-	if last := cs.LastTerminationState.Terminated; last == nil || last.ExitCode != 3 || last.Reason != provider.ReasonError {
+	if last := cs.LastTerminationState.Terminated; last == nil || last.ExitCode != 3 || last.Reason != podcri.ReasonError {
 		t.Errorf("last state %+v, want terminated Error exit 3", cs.LastTerminationState)
 	}
 	if !strings.Contains(cs.State.Waiting.Message, "back-off 10s") {
@@ -330,7 +331,7 @@ func TestPodControllerRunToCompletion(t *testing.T) {
 		return ""
 	})
 	cs := findStatus(done.Status.ContainerStatuses, "main")
-	if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != provider.ReasonCompleted {
+	if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != podcri.ReasonCompleted {
 		t.Errorf("main: %+v, want terminated Completed", cs)
 	}
 	for _, c := range done.Status.Conditions {

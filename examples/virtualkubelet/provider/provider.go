@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -15,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	criapi "k8s.io/cri-api/pkg/apis"
 
-	"github.com/syncpod/syncpod/asyncpull"
-	"github.com/syncpod/syncpod/pleg"
-	"github.com/syncpod/syncpod/statecache"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 )
 
 var (
@@ -29,118 +26,97 @@ var (
 // ErrClosed is returned by every call made after Close.
 var ErrClosed = errors.New("provider: closed")
 
-// Provider is a virtual-kubelet provider that runs pods on a CRI runtime.
-// Create it with New; it is safe for concurrent use; Close releases it.
+// Provider is a virtual-kubelet provider that runs pods on a CRI runtime
+// through the syncpod agent. Create it with New; it is safe for
+// concurrent use; Close releases it.
 type Provider struct {
-	cfg         config
-	rt          criapi.RuntimeService
-	images      criapi.ImageManagerService
-	runtimeName string
+	cfg      config
+	agent    *agent.Agent
+	notifier *notifier
 
-	runtimeCache *statecache.Cache[types.UID, *pleg.PodStatus]
-	statuses     *statecache.Cache[string, *corev1.Pod]
-	pleg         *pleg.PLEG
-	pulls        *asyncpull.Scheduler
-	notifier     *notifier
+	mu        sync.Mutex
+	closed    bool
+	pods      map[string]*podEntry    // namespace/name -> the pod's current entry
+	byUID     map[types.UID]*podEntry // every pod until its terminal status, deleted ones included
+	closeOnce sync.Once
+}
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // workers and the event dispatcher
-
-	mu          sync.Mutex
-	closed      bool
-	workers     map[string]*podWorker    // namespace/name -> the pod's current worker
-	byUID       map[types.UID]*podWorker // every worker, terminating ones included
-	closeOnce   sync.Once
-	dispatchEnd chan struct{}
+// podEntry is one pod as virtual-kubelet gave it.
+type podEntry struct {
+	key      string
+	uid      types.UID
+	pod      *corev1.Pod // as given, to restore what the agent's copy changed
+	deleting bool
 }
 
 // New returns a running Provider over a CRI runtime and image service
-// (a criclient.Client is both). It asks the runtime for its name (the
-// scheme of container IDs, "containerd://..."), starts the PLEG and the
-// pull scheduler, and fails if the runtime does not answer.
+// (a criclient.Client is both). It asks the runtime for its version
+// (failing if the runtime does not answer) and starts the agent that runs
+// the pods: its PLEG, pull scheduler and start admission.
 func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManagerService, opts ...Option) (*Provider, error) {
 	if rt == nil || images == nil {
 		return nil, errdefs.InvalidInput("provider.New: nil runtime or image service")
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
-	if cfg.errorResync <= 0 || cfg.crashInitial <= 0 || cfg.crashMax < cfg.crashInitial || cfg.maxGrace < 0 || cfg.maxParallelStarts < 1 {
-		return nil, errdefs.InvalidInput("provider.New: invalid option: resync and back-offs must be positive, max back-off at least the initial one, max parallel starts at least 1")
+	if cfg.clock == nil || cfg.logger == nil || cfg.crashInitial <= 0 || cfg.crashMax < cfg.crashInitial || cfg.maxGrace < 0 || cfg.maxParallelStarts < 1 {
+		return nil, errdefs.InvalidInput("provider.New: invalid option: a clock and a logger are required, back-offs must be positive, max back-off at least the initial one, max parallel starts at least 1")
 	}
 	if cfg.nodeName != "" {
 		cfg.logger = cfg.logger.With(zap.String("node", cfg.nodeName))
 	}
-	v, err := rt.Version(ctx, "v1")
-	if err != nil {
+	if _, err := rt.Version(ctx, "v1"); err != nil {
 		return nil, fmt.Errorf("provider.New: runtime version: %w", err)
 	}
-	p := &Provider{
-		cfg:          cfg,
-		rt:           rt,
-		images:       images,
-		runtimeName:  v.GetRuntimeName(),
-		runtimeCache: statecache.New[types.UID, *pleg.PodStatus](),
-		statuses:     statecache.New[string, *corev1.Pod](),
-		workers:      map[string]*podWorker{},
-		byUID:        map[types.UID]*podWorker{},
-		dispatchEnd:  make(chan struct{}),
+	p := &Provider{cfg: cfg, notifier: newNotifier(), pods: map[string]*podEntry{}, byUID: map[types.UID]*podEntry{}}
+	agentOpts := []agent.Option{
+		agent.WithClock(cfg.clock),
+		agent.WithLogger(cfg.logger),
+		agent.WithNodeIP(cfg.nodeIP),
+		agent.WithPodNetwork(),
+		agent.WithPodLogDir(cfg.podLogDir),
+		agent.WithCrashBackOff(cfg.crashInitial, cfg.crashMax),
+		agent.WithMaxGracePeriod(cfg.maxGrace),
+		agent.WithStartParallelism(cfg.maxParallelStarts),
+		agent.WithPullOptions(cfg.pullOpts...),
+		agent.WithPodStatusHook(p.onStatus),
 	}
-	if p.runtimeName == "" {
-		p.runtimeName = "cri"
-	}
-	p.pleg, err = pleg.New(rt, p.runtimeCache, append([]pleg.Option{pleg.WithLogger(cfg.logger)}, cfg.plegOpts...)...)
+	a, err := agent.New(rt, images, append(agentOpts, cfg.agentOpts...)...)
 	if err != nil {
+		p.notifier.close()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
-	if err := p.pleg.Start(p.ctx); err != nil {
-		p.cancel()
-		_ = p.pleg.Close()
-		return nil, fmt.Errorf("provider.New: start PLEG: %w", err)
-	}
-	// No WithNotify: workers wait for pulls (Wait) inside their start
-	// plan and set their own timers for back-offs, so that a failed pull
-	// shows ErrImagePull until the next sync, as with the kubelet, instead
-	// of being replaced at once by ImagePullBackOff.
-	pulls, err := asyncpull.New(images, append([]asyncpull.Option{asyncpull.WithLogger(cfg.logger)}, cfg.pullOpts...)...)
-	if err != nil {
-		p.cancel()
-		_ = p.pleg.Close()
+	if err := a.Start(); err != nil {
+		a.Stop()
+		p.notifier.close()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
-	p.pulls = pulls
-	p.notifier = newNotifier()
-	go p.dispatch()
+	p.agent = a
 	return p, nil
 }
 
-// Close stops every pod worker, the PLEG and the pull scheduler, and waits
-// for them. Pods keep running in the runtime (like a kubelet restart).
-// It is idempotent.
+// Close stops the agent (every pod worker, the PLEG and the pull
+// scheduler) and the notifications, and waits for them. Pods keep running
+// in the runtime (like a kubelet restart): a provider started later adopts
+// them as virtual-kubelet creates them again. It is idempotent.
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
-		p.cancel()
-		p.wg.Wait() // workers see p.ctx done
-		p.pulls.Close()
-		_ = p.pleg.Close() // closes Watch: the dispatcher ends
-		<-p.dispatchEnd
+		p.agent.Stop()
 		p.notifier.close()
 	})
 	return nil
 }
 
-// Healthy reports whether the runtime answers (the PLEG's health). Use it
-// as the node's Ping.
-func (p *Provider) Healthy() error {
-	_, err := p.pleg.Healthy()
-	return err
-}
+// Healthy reports whether the runtime answers in time (the agent's PLEG
+// health). Use it as the node's Ping.
+func (p *Provider) Healthy() error { return p.agent.Healthy() }
 
 // Ping implements virtual-kubelet's node.NodeProvider heartbeat: it fails
 // while the PLEG is unhealthy.
@@ -152,39 +128,35 @@ func (p *Provider) NotifyNodeStatus(context.Context, func(*corev1.Node)) {}
 
 func podKey(namespace, name string) string { return namespace + "/" + name }
 
-// CreatePod accepts a pod and returns at once: its sandbox, image pulls and
-// containers are handled by a background worker, whose progress is reported
-// through NotifyPods.
+// CreatePod accepts a pod and returns at once: the agent's worker for the
+// pod creates its sandbox, pulls its images and starts its containers,
+// and its progress is reported through NotifyPods.
 func (p *Provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := validatePod(pod); err != nil {
 		return err
 	}
-	pod = pod.DeepCopy()
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	if w, ok := p.workers[key]; ok {
+	if e, ok := p.pods[key]; ok {
 		p.mu.Unlock()
-		if w.uid == pod.UID {
+		if e.uid == pod.UID {
 			return nil // already running: virtual-kubelet retries a create it timed out on
 		}
-		return errdefs.InvalidInputf("CreatePod %s: a pod with this name (uid %s) is still known; delete it first", key, w.uid)
+		return errdefs.InvalidInputf("CreatePod %s: a pod with this name (uid %s) is still known; delete it first", key, e.uid)
 	}
 	if _, ok := p.byUID[pod.UID]; ok {
 		p.mu.Unlock()
 		return errdefs.InvalidInputf("CreatePod %s: uid %s belongs to a pod being deleted", key, pod.UID)
 	}
-	w := newPodWorker(p, pod)
-	p.workers[key] = w
-	p.byUID[pod.UID] = w
-	p.wg.Add(1)
+	e := &podEntry{key: key, uid: pod.UID, pod: pod.DeepCopy()}
+	p.pods[key] = e
+	p.byUID[pod.UID] = e
 	p.mu.Unlock()
-	// An initial status, so GetPod answers and kubectl shows Pending at once.
-	p.publish(w)
-	go w.run(p.ctx)
+	p.agent.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: agentPod(pod), Source: "api"})
 	return nil
 }
 
@@ -195,53 +167,58 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	p.mu.Lock()
-	w, ok := p.workers[podKey(pod.Namespace, pod.Name)]
+	e, ok := p.pods[podKey(pod.Namespace, pod.Name)]
+	if ok && e.uid == pod.UID {
+		e.pod = pod.DeepCopy()
+	}
 	p.mu.Unlock()
-	if !ok || w.uid != pod.UID {
+	if !ok || e.uid != pod.UID {
 		return errdefs.NotFoundf("UpdatePod %s/%s: pod uid %s is not known to the provider", pod.Namespace, pod.Name, pod.UID)
 	}
-	w.update(pod.DeepCopy())
+	p.agent.Apply(agent.PodUpdate{Op: agent.OpUpdate, Pod: agentPod(pod), Source: "api"})
 	return nil
 }
 
 // DeletePod starts stopping the pod and returns at once. The pod is no
-// longer known to GetPod, GetPodStatus and GetPods; once its containers and
-// sandbox are stopped and removed its terminal status (Succeeded or
-// Failed, every container terminated) is delivered through NotifyPods.
+// longer known to GetPod, GetPodStatus and GetPods; once its containers
+// are stopped (with its grace period, or its deletion's) its terminal
+// status (Succeeded or Failed, every container terminated) is delivered
+// through NotifyPods, and its sandbox is removed.
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	if pod == nil || pod.Namespace == "" || pod.Name == "" {
 		return errdefs.InvalidInput("DeletePod: pod must have a namespace and a name")
 	}
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
-	w, ok := p.workers[key]
-	if !ok || (pod.UID != "" && w.uid != pod.UID) {
+	e, ok := p.pods[key]
+	if !ok || (pod.UID != "" && e.uid != pod.UID) {
 		p.mu.Unlock()
 		return errdefs.NotFoundf("DeletePod %s: pod is not known to the provider", key)
 	}
-	delete(p.workers, key)
-	// Under p.mu, with the worker's removal: a publish of this worker
-	// either stored its status before (and it is deleted here) or sees it
-	// is no longer current (and stores nothing), and a pod created with
-	// the same name afterwards keeps its own status.
-	p.statuses.Delete(key)
+	delete(p.pods, key)
+	e.deleting = true
 	p.mu.Unlock()
-	w.delete(pod.DeepCopy())
+	deleted := pod.DeepCopy()
+	deleted.UID = e.uid
+	p.agent.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: deleted, UID: e.uid, Source: "api"})
 	return nil
 }
 
-// GetPod returns a copy of the pod with its latest status, from the status
-// cache.
+// GetPod returns a copy of the pod with its latest status. It reads the
+// agent's state, never the runtime.
 func (p *Provider) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	key := podKey(namespace, name)
 	p.mu.Lock()
-	_, ok := p.workers[key]
+	e, ok := p.pods[key]
 	p.mu.Unlock()
-	pod, _ := p.statuses.Get(key)
-	if !ok || pod == nil {
+	if !ok {
 		return nil, errdefs.NotFoundf("pod %s is not known to the provider", key)
 	}
-	return pod.DeepCopy(), nil
+	pod, err := p.agent.Pod(e.uid)
+	if err != nil {
+		return nil, errdefs.NotFoundf("pod %s: %v", key, err)
+	}
+	return p.restore(e, pod), nil
 }
 
 // GetPodStatus returns a copy of the pod's latest status.
@@ -257,16 +234,16 @@ func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*c
 // namespace/name.
 func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 	p.mu.Lock()
-	keys := make([]string, 0, len(p.workers))
-	for k := range p.workers {
-		keys = append(keys, k)
+	entries := make([]*podEntry, 0, len(p.pods))
+	for _, e := range p.pods {
+		entries = append(entries, e)
 	}
 	p.mu.Unlock()
-	sort.Strings(keys)
-	pods := make([]*corev1.Pod, 0, len(keys))
-	for _, k := range keys {
-		if pod, _ := p.statuses.Get(k); pod != nil {
-			pods = append(pods, pod.DeepCopy())
+	sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
+	pods := make([]*corev1.Pod, 0, len(entries))
+	for _, e := range entries {
+		if pod, err := p.agent.Pod(e.uid); err == nil {
+			pods = append(pods, p.restore(e, pod))
 		}
 	}
 	return pods, nil
@@ -274,82 +251,41 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 
 // NotifyPods registers the callback virtual-kubelet's PodController is told
 // of status changes with. It is called from one provider goroutine, never
-// under a provider lock, with the latest status of each changed pod
-// (changes coalesce: a slow callback delays, never loses, an update). It
-// stops being called when ctx ends or the provider is closed.
+// under a provider or agent lock, with the latest status of each changed
+// pod (changes coalesce: a slow callback delays, never loses, an update).
+// It stops being called when ctx ends or the provider is closed.
 func (p *Provider) NotifyPods(ctx context.Context, cb func(*corev1.Pod)) {
 	p.notifier.setCallback(ctx, cb)
 }
 
-// dispatch turns PLEG events into status publications and worker wake-ups.
-func (p *Provider) dispatch() {
-	defer close(p.dispatchEnd)
-	for ev := range p.pleg.Watch() {
-		p.mu.Lock()
-		w := p.byUID[ev.ID]
-		p.mu.Unlock()
-		if w == nil {
-			continue
-		}
-		p.cfg.logger.Debug("pod lifecycle event", zap.String("pod", w.key), zap.String("type", string(ev.Type)), zap.String("id", ev.Data))
-		p.publish(w)
-		w.wake()
-	}
-}
-
-// forget drops a worker that has finished terminating.
-func (p *Provider) forget(w *podWorker) {
+// onStatus takes the agent's status updates: a deleted pod's only as its
+// terminal one, after which the pod is forgotten.
+func (p *Provider) onStatus(u agent.PodStatusUpdate) {
 	p.mu.Lock()
-	if p.byUID[w.uid] == w {
-		delete(p.byUID, w.uid)
-	}
-	p.mu.Unlock()
-}
-
-// publish recomputes the pod's status, stores it in the status cache and
-// queues it for NotifyPods if it changed.
-func (p *Provider) publish(w *podWorker) {
-	w.pubMu.Lock()
-	defer w.pubMu.Unlock()
-	p.publishPubLocked(w)
-}
-
-func (p *Provider) publishPubLocked(w *podWorker) {
-	pod, terminal := w.status()
-	if pod == nil {
+	e := p.byUID[u.Pod.UID]
+	if e == nil || (e.deleting && !u.Final) {
+		p.mu.Unlock()
 		return
 	}
-	if !terminal {
-		now := p.cfg.clock.Now()
-		// The check and the Set are one step under p.mu, as DeletePod's
-		// removal and Delete are: a status is never stored for a worker
-		// DeletePod has already removed. statuses has no subscribers, so
-		// Set calls nothing back under the lock.
-		p.mu.Lock()
-		if p.workers[w.key] == w {
-			p.statuses.Set(w.key, pod, nil, now)
-		}
-		p.mu.Unlock()
+	if u.Final {
+		delete(p.byUID, e.uid)
 	}
-	if w.changed(pod) {
-		p.notifier.enqueue(string(w.uid), pod)
-	}
+	p.mu.Unlock()
+	p.notifier.enqueue(string(e.uid), p.restore(e, u.Pod))
 }
 
-// gracePeriod is how long containers of pod get to stop.
-func (p *Provider) gracePeriod(pod *corev1.Pod) time.Duration {
-	d := DefaultGracePeriod
-	switch {
-	case pod.DeletionGracePeriodSeconds != nil:
-		d = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		d = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+// restore gives the agent's pod the metadata virtual-kubelet gave (the
+// agent's copy carries the container annotations it was handed) and keeps
+// the deletion fields the agent set.
+func (p *Provider) restore(e *podEntry, pod *corev1.Pod) *corev1.Pod {
+	p.mu.Lock()
+	orig := e.pod
+	p.mu.Unlock()
+	out := orig.DeepCopy()
+	out.Spec = *pod.Spec.DeepCopy()
+	out.Status = pod.Status
+	if pod.DeletionTimestamp != nil {
+		out.DeletionTimestamp, out.DeletionGracePeriodSeconds = pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds
 	}
-	if d > p.cfg.maxGrace {
-		d = p.cfg.maxGrace
-	}
-	if d < 0 {
-		d = 0
-	}
-	return d
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 	"github.com/syncpod/syncpod/examples/virtualkubelet/provider"
 )
 
@@ -62,7 +63,7 @@ func TestCreatePodReturnsWhilePullHangs(t *testing.T) {
 		return ""
 	})
 	got, _ = p.GetPod(ctx, testNamespace, "slow")
-	if r := waitingReason(findStatus(got.Status.ContainerStatuses, "app")); r != provider.ReasonContainerCreating {
+	if r := waitingReason(findStatus(got.Status.ContainerStatuses, "app")); r != podcri.ReasonContainerCreating {
 		t.Errorf("app waits with %q, want ContainerCreating", r)
 	}
 	if c := condition(got, corev1.PodReadyToStartContainers); c != corev1.ConditionTrue {
@@ -82,7 +83,7 @@ func TestCreatePodReturnsWhilePullHangs(t *testing.T) {
 	if final.Status.Phase != corev1.PodFailed {
 		t.Errorf("final phase %q, want Failed (the container never ran)", final.Status.Phase)
 	}
-	if cs := findStatus(final.Status.ContainerStatuses, "app"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != provider.ReasonContainerStatusUnknown {
+	if cs := findStatus(final.Status.ContainerStatuses, "app"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.Reason != podcri.ReasonContainerStatusUnknown {
 		t.Errorf("final app status %+v", cs)
 	}
 	eventually(t, "the pull cancelled", func() string {
@@ -251,7 +252,7 @@ func TestStartErrorIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	notified.waitFor(t, "RunContainerError", func(pod *corev1.Pod) bool {
-		return waitingReason(findStatus(pod.Status.ContainerStatuses, "app")) == provider.ReasonRunContainerError
+		return waitingReason(findStatus(pod.Status.ContainerStatuses, "app")) == podcri.ReasonRunContainerError
 	})
 	notified.waitFor(t, "running after the retry", func(pod *corev1.Pod) bool {
 		cs := findStatus(pod.Status.ContainerStatuses, "app")

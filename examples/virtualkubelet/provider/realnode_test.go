@@ -77,7 +77,7 @@ func TestRealNodePodController(t *testing.T) {
 	s.waitPod(broken.Name, "in ImagePullBackOff", func(p *corev1.Pod) string {
 		if r := waitingReason(findStatus(p.Status.ContainerStatuses, "app")); r != asyncpull.ReasonImagePullBackOff {
 			if clk.HasWaiters() {
-				clk.Step(provider.DefaultErrorResync)
+				clk.Step(2 * time.Second)
 			}
 			return "app waits with " + r
 		}

@@ -11,6 +11,12 @@
 //	stderr TEXT      print TEXT and a newline to stderr
 //	ignore-term      ignore SIGTERM and SIGINT from now on (to exercise
 //	                 stop timeouts that end in SIGKILL)
+//	write PATH TEXT  write TEXT (no newline) to the file PATH, through a
+//	                 temporary file renamed over it; exit 3 on failure
+//	wait-file PATH   wait until PATH exists (SIGTERM ends the wait, exit 0)
+//	cat PATH         print the file PATH to stdout; exit 3 on failure
+//	expect-file PATH TEXT
+//	                 exit 4 unless the file PATH holds exactly TEXT
 //
 // When the steps run out the program exits 0. SIGTERM or SIGINT during a
 // sleep ends the program with exit code 0 as well, so StopContainer is quick,

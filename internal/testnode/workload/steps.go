@@ -10,11 +10,13 @@ import (
 
 const usage = `usage: workload [step ...]
 steps: pause | sleep DURATION | exit CODE | echo TEXT | stderr TEXT | ignore-term |
+       write PATH TEXT | wait-file PATH | cat PATH | expect-file PATH TEXT |
        http ADDR | touch PATH | rm PATH | exists PATH`
 
 // step is one parsed instruction.
 type step struct {
 	op       string
+	path     string
 	text     string
 	duration time.Duration
 	code     int
@@ -65,6 +67,12 @@ func parse(args []string) ([]step, error) {
 				return nil, err
 			}
 			steps = append(steps, step{op: op, text: a})
+		case "write", "wait-file", "cat", "expect-file":
+			s, err := parseFileStep(op, needArg)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, s)
 		default:
 			return nil, fmt.Errorf("unknown step %q", op)
 		}
@@ -119,6 +127,10 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 			fmt.Fprintln(stdout, s.text)
 		case "stderr":
 			fmt.Fprintln(stderr, s.text)
+		case "write", "wait-file", "cat", "expect-file":
+			if code, done := runFileStep(s, stdout, stderr, wait); done {
+				return code
+			}
 		case "http", "touch", "rm", "exists":
 			if code, stop := fileOrNetStep(s, stderr); stop {
 				return code

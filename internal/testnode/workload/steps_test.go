@@ -57,6 +57,54 @@ func TestIgnoreTerm(t *testing.T) {
 }
 
 func TestFileSteps(t *testing.T) {
+	dir := t.TempDir()
+	f := dir + "/f"
+	for _, tc := range []struct {
+		args             []string
+		code             int
+		stdout, stderrIn string
+	}{
+		{args: []string{"write", f, "hello", "expect-file", f, "hello", "cat", f}, code: 0, stdout: "hello"},
+		{args: []string{"expect-file", f, "other"}, code: 4, stderrIn: `got "hello"`},
+		{args: []string{"expect-file", dir + "/missing", "x"}, code: 4, stderrIn: "no such file"},
+		{args: []string{"cat", dir + "/missing"}, code: 3, stderrIn: "no such file"},
+		{args: []string{"write", dir + "/no/dir", "x"}, code: 3, stderrIn: "write"},
+		{args: []string{"wait-file", f, "echo", "there"}, code: 0, stdout: "there\n"},
+		{args: []string{"write", "relative", "x"}, code: 2, stderrIn: "not absolute"},
+		{args: []string{"expect-file", f}, code: 2, stderrIn: "needs an argument"},
+		{args: []string{"wait-file"}, code: 2, stderrIn: "needs an argument"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb, make(chan os.Signal))
+		if code != tc.code || out.String() != tc.stdout || !bytes.Contains(errb.Bytes(), []byte(tc.stderrIn)) {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d, %q, stderr containing %q",
+				tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderrIn)
+		}
+	}
+}
+
+// wait-file waits for a file another process writes, and a termination
+// signal ends the wait.
+func TestWaitFile(t *testing.T) {
+	f := t.TempDir() + "/later"
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"wait-file", f, "exit", "7"}, &bytes.Buffer{}, &bytes.Buffer{}, make(chan os.Signal))
+	}()
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 7 {
+		t.Errorf("wait-file then exit 7 = %d", code)
+	}
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGTERM
+	if code := run([]string{"wait-file", f + ".never", "exit", "9"}, &bytes.Buffer{}, &bytes.Buffer{}, sigs); code != 0 {
+		t.Errorf("wait-file after SIGTERM = %d, want 0", code)
+	}
+}
+
+func TestMarkerSteps(t *testing.T) {
 	path := t.TempDir() + "/marker"
 	quiet := func(args ...string) int { return run(args, &bytes.Buffer{}, &bytes.Buffer{}, make(chan os.Signal)) }
 	if code := quiet("exists", path, "exit", "5"); code != 1 {
@@ -113,5 +161,6 @@ func TestHTTPStep(t *testing.T) {
 	defer busy.Close()
 	if code := run([]string{"http", busy.Addr().String()}, &bytes.Buffer{}, &bytes.Buffer{}, sigs); code != 1 {
 		t.Fatalf("http on a busy port = %d, want 1", code)
+
 	}
 }

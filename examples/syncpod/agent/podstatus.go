@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/asyncpull"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+)
+
+// ErrUnknownPod is returned by Agent.Pod for a pod the agent does not hold.
+var ErrUnknownPod = errors.New("agent: unknown pod")
+
+// versionTimeout bounds the one Version call that names the runtime.
+const versionTimeout = 5 * time.Second
+
+// Pod returns a copy of the pod with uid as last applied, its Status the
+// corev1.PodStatus the agent reports for it (podcri.PodStatus of what the
+// runtime shows and what the pod's worker knows: why containers wait, what
+// the probes say). It reads no runtime state but the agent's own (the
+// PLEG's cache), except for one Version call, the first time, that names
+// the runtime for container IDs. A pod not applied, or removed, gives
+// ErrUnknownPod.
+func (a *Agent) Pod(uid types.UID) (*corev1.Pod, error) {
+	pod, _, ok := a.reportPod(uid, false)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownPod, uid)
+	}
+	return pod, nil
+}
+
+// reportPod computes uid's pod with its status. With publish it also
+// records the status as given to the status hook and reports whether it
+// differs from the one given before; a pod whose terminal status is made
+// is not reported again.
+func (a *Agent) reportPod(uid types.UID, publish bool) (pod *corev1.Pod, changed, ok bool) {
+	runtimeName := a.runtimeName()
+	st := a.runtimeStatus(uid)
+	found := a.pods.with(uid, func(rec *podRecord) {
+		if rec.pod == nil || (publish && rec.final) {
+			return
+		}
+		in := a.statusInput(rec, st, runtimeName)
+		status, err := podcri.PodStatus(in)
+		if err != nil {
+			return
+		}
+		pod = rec.pod.DeepCopy()
+		pod.Status = status
+		ok = true
+		if publish {
+			if rec.published != nil && apiequality.Semantic.DeepEqual(*rec.published, status) {
+				return
+			}
+			rec.published = status.DeepCopy()
+			changed = true
+		}
+	})
+	return pod, changed, found && ok
+}
+
+// runtimeStatus is the runtime's view of the pod the workers read: the
+// PLEG's cache in syncpod mode, the relist's in baseline mode.
+func (a *Agent) runtimeStatus(uid types.UID) *PodStatus {
+	if a.lifecycle != nil {
+		st, _ := a.lifecycle.status(uid)
+		return st
+	}
+	st, _ := a.cache.Get(uid)
+	return st
+}
+
+// statusInput gathers what podcri.PodStatus needs of rec and st, and
+// remembers the exited instances it sees (an exited instance is removed
+// when its container restarts, and stays the container's lastState).
+func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) podcri.StatusInput {
+	in := podcri.StatusInput{
+		Pod:         rec.pod,
+		RuntimeName: runtimeName,
+		HostIP:      a.cfg.nodeIP,
+		PodIP:       a.podIP(rec.pod, st),
+		StartTime:   rec.created,
+		Previous:    rec.published,
+		Now:         a.clock.Now(),
+		PodWaiting:  rec.podWaiting,
+	}
+	if len(rec.waiting) > 0 {
+		in.Waiting = make(map[string]podcri.Waiting, len(rec.waiting))
+		for k, v := range rec.waiting {
+			in.Waiting[k] = v
+		}
+	}
+	uid := rec.uid
+	in.Probe = func(cs *runtimeapi.ContainerStatus) (bool, bool) {
+		return a.probeState(uid, cs.GetMetadata().GetName(), cs.GetId())
+	}
+	if st != nil {
+		in.SandboxID = st.SandboxID
+		if st.SandboxID != "" {
+			state := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+			if st.SandboxReady {
+				state = runtimeapi.PodSandboxState_SANDBOX_READY
+			}
+			in.Sandbox = &runtimeapi.PodSandboxStatus{Id: st.SandboxID, State: state, CreatedAt: st.SandboxCreated.UnixNano()}
+		}
+		for _, c := range st.Containers {
+			if c.Runtime != nil {
+				in.Containers = append(in.Containers, c.Runtime)
+				rec.rememberExit(c.Runtime)
+			}
+		}
+	}
+	if in.SandboxID == "" && rec.ownSandbox != "" {
+		in.SandboxID = rec.ownSandbox // just created: the status has not caught up
+	}
+	in.LastExited = make(map[string]*runtimeapi.ContainerStatus, len(rec.lastExited))
+	for k, v := range rec.lastExited {
+		in.LastExited[k] = v
+	}
+	return in
+}
+
+func (rec *podRecord) rememberExit(cs *runtimeapi.ContainerStatus) {
+	if cs.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		return
+	}
+	name := cs.GetMetadata().GetName()
+	if old := rec.lastExited[name]; old == nil || cs.GetCreatedAt() > old.GetCreatedAt() {
+		if rec.lastExited == nil {
+			rec.lastExited = map[string]*runtimeapi.ContainerStatus{}
+		}
+		rec.lastExited[name] = cs
+	}
+}
+
+// runtimeName is the runtime's name, the scheme of container IDs
+// ("containerd://..."), asked once; "cri" if the runtime does not say.
+func (a *Agent) runtimeName() string {
+	a.nameOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(a.ctx, versionTimeout)
+		defer cancel()
+		a.rtName = "cri"
+		if v, err := a.rt.Version(ctx, "v1"); err == nil && v.GetRuntimeName() != "" {
+			a.rtName = v.GetRuntimeName()
+		}
+	})
+	return a.rtName
+}
+
+// finalStatus is the terminal status of a deleted pod whose containers
+// have stopped: made from the runtime's statuses of its newest sandbox's
+// containers, read before they are removed. It marks the record final, so
+// that nothing later replaces it.
+func (a *Agent) finalStatus(ctx context.Context, uid types.UID, sandboxes []*runtimeapi.PodSandbox) (*corev1.Pod, bool) {
+	var newest *runtimeapi.PodSandbox
+	for _, sb := range sandboxes {
+		if newest == nil || sb.CreatedAt > newest.CreatedAt {
+			newest = sb
+		}
+	}
+	var containers []*runtimeapi.ContainerStatus
+	if newest != nil {
+		list, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: newest.Id})
+		if err == nil {
+			for _, c := range list {
+				if resp, err := a.rt.ContainerStatus(ctx, c.Id, false); err == nil && resp.GetStatus() != nil {
+					containers = append(containers, resp.GetStatus())
+				}
+			}
+		}
+		sort.SliceStable(containers, func(i, j int) bool { return containers[i].CreatedAt > containers[j].CreatedAt })
+	}
+	runtimeName := a.runtimeName()
+	var pod *corev1.Pod
+	a.pods.with(uid, func(rec *podRecord) {
+		if rec.pod == nil || rec.final {
+			return
+		}
+		in := a.statusInput(rec, nil, runtimeName)
+		in.Terminal, in.Containers, in.Waiting, in.PodWaiting = true, containers, nil, nil
+		if newest != nil {
+			in.SandboxID = newest.Id
+			in.Sandbox = &runtimeapi.PodSandboxStatus{Id: newest.Id, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}
+		}
+		status, err := podcri.PodStatus(in)
+		if err != nil {
+			return
+		}
+		pod = rec.pod.DeepCopy()
+		pod.Status = status
+		if d := rec.deleting; d != nil {
+			pod.DeletionTimestamp = d.DeletionTimestamp.DeepCopy()
+			pod.DeletionGracePeriodSeconds = d.DeletionGracePeriodSeconds
+		}
+		rec.published = status.DeepCopy()
+		rec.final = true
+	})
+	return pod, pod != nil
+}
+
+// recordPull records, for every container of pod that uses image, why it
+// waits on the image (ErrImagePull, ImagePullBackOff), or that it no
+// longer does.
+func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
+	if !ok && err == nil {
+		return // still pulling: ContainerCreating, the default
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Image != image {
+				continue
+			}
+			if err != nil {
+				a.pods.setWaiting(pod.UID, cs[i].Name, pullWaiting(err))
+			} else {
+				a.pods.clearWaiting(pod.UID, cs[i].Name, asyncpull.ReasonErrImagePull, asyncpull.ReasonImagePullBackOff, "ImageInspectError")
+			}
+		}
+	}
+}
+
+// Healthy reports the PLEG's health as the kubelet's: nil while the
+// runtime is relisted (or streams events) within the health threshold,
+// otherwise why not. A front-end uses it for the node's readiness.
+func (a *Agent) Healthy() error {
+	ok, err, _ := a.plegHealth()
+	if ok {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("agent: PLEG is not healthy")
+	}
+	return err
+}
