@@ -40,7 +40,7 @@ type AIMDConfig struct {
 	Min       int     // never below (default 1)
 	Max       int     // never above (default 64)
 	Backoff   float64 // multiplier on congestion, in (0, 1) (default 0.75)
-	Tolerance float64 // a sample slower than Tolerance x the fastest recent one is congestion (default 2)
+	Tolerance float64 // a window mean above Tolerance x the kind's uncongested latency is congestion (default 1.5)
 }
 
 // AIMD is an additive-increase, multiplicative-decrease bound driven by

@@ -19,6 +19,12 @@
 //
 // which runs the same pods the way today's kubelet does.
 //
+// To install it on a node, build it static and stripped, without gRPC's
+// request tracing (its grpcnotrace build tag; the agent never turns that
+// tracing on, and it brings html/template):
+//
+//	CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags='-s -w' ./examples/syncpod
+//
 // Other flags:
 //
 //	--manifests DIR        run the pods of DIR (corev1.Pod YAML or JSON, one or

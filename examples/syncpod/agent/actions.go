@@ -102,20 +102,33 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 			a.finished = true
 			return a
 		}
+		if status.SandboxID != "" && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && completed(pod, status) {
+			// Done, and its sandbox stopped with it: nothing to run again.
+			a.finished, a.succeeded = true, true
+			return a
+		}
 		a.createSandbox = true
 		a.killPod = status.SandboxID != ""
 		if a.killPod {
 			a.sandboxAttempt = status.SandboxAttempt + 1
 		}
+		// The restart count goes on in a new sandbox, as the kubelet's.
+		attempt := func(name string) uint32 {
+			if l := status.Latest(name); l != nil && a.killPod {
+				return l.Attempt + 1
+			}
+			return 0
+		}
 		if len(pod.Spec.InitContainers) == 0 {
 			for i := range pod.Spec.Containers {
-				a.start = append(a.start, containerStart{spec: &pod.Spec.Containers[i]})
+				c := &pod.Spec.Containers[i]
+				a.start = append(a.start, containerStart{spec: c, attempt: attempt(c.Name)})
 			}
 			return a
 		}
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
-			a.initSteps = append(a.initSteps, containerStart{spec: c, init: true, sidecar: isSidecar(c)})
+			a.initSteps = append(a.initSteps, containerStart{spec: c, attempt: attempt(c.Name), init: true, sidecar: isSidecar(c)})
 			if !chain || !isSidecar(c) {
 				break
 			}
@@ -292,4 +305,15 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		a.succeeded = succeeded == n
 	}
 	return a
+}
+
+// completed reports whether every regular container of pod has exited 0.
+func completed(pod *corev1.Pod, status *PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		l := status.Latest(pod.Spec.Containers[i].Name)
+		if l == nil || l.State != StateExited || l.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }

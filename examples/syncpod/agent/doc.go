@@ -65,6 +65,17 @@
 // with a *VolumeError, and is retried on the next sync. A pod's directory
 // goes with its sandbox; an adopting agent keeps it.
 //
+// Statuses: Agent.Pod gives a pod with the corev1.PodStatus a kubelet
+// would report (podcri.PodStatus: phase, conditions, container states and
+// the kubelet's waiting reasons, restart counts, IDs), from the agent's
+// own state, without a runtime call; WithPodStatusHook delivers each
+// change, coalesced, in order, from one goroutine outside the agent's
+// locks, and a deleted pod's terminal status once it has stopped. A pod
+// that is done (every container finished under Never or OnFailure) has its
+// sidecars and sandbox stopped, as the kubelet ends a pod in a terminal
+// phase. The virtual-kubelet provider is a front-end over these, as the
+// syncpod command is over manifests.
+//
 // Not done yet: the volumes that need the API server (configMap, secret,
 // service-account tokens: a pod using one fails those containers' starts
 // with a message saying so); preStop hooks of orphaned pods (their spec is

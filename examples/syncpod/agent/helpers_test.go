@@ -41,11 +41,18 @@ func (e *events) find(f func(agent.Event) bool) []agent.Event {
 
 // waitFor polls cond until it holds. The deadline only turns a hang into a
 // failure; nothing is asserted about how long it took.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitLimit turns a hang into a failure.
+var waitLimit = 90 * time.Second
+
+// A describe function, when given, says what was seen instead.
+func waitFor(t *testing.T, what string, cond func() bool, describe ...func() string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, d := range describe {
+				t.Logf("%s: %s", what, d())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)

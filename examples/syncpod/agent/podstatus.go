@@ -19,6 +19,12 @@ import (
 // ErrUnknownPod is returned by Agent.Pod for a pod the agent does not hold.
 var ErrUnknownPod = errors.New("agent: unknown pod")
 
+// PullFailureShown is how long a failed pull shows as ErrImagePull,
+// whatever syncs the pod meanwhile (another container's event), before it
+// shows as ImagePullBackOff (scaled by WithTimeScale): long enough for a
+// user, or a status watcher, to see why.
+const PullFailureShown = 2 * time.Second
+
 // versionTimeout bounds the one Version call that names the runtime.
 const versionTimeout = 5 * time.Second
 
@@ -87,7 +93,7 @@ func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) p
 		RuntimeName: runtimeName,
 		HostIP:      a.cfg.nodeIP,
 		PodIP:       a.podIP(rec.pod, st),
-		StartTime:   rec.created,
+		StartTime:   startTime(rec),
 		Previous:    rec.published,
 		Now:         a.clock.Now(),
 		PodWaiting:  rec.podWaiting,
@@ -219,7 +225,15 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 				continue
 			}
 			if err != nil {
-				a.pods.setWaiting(pod.UID, cs[i].Name, pullWaiting(err))
+				w, now := pullWaiting(err), a.clock.Now()
+				a.pods.update(pod.UID, func(rec *podRecord) {
+					old, ok := rec.waiting[cs[i].Name]
+					if ok && old.Reason == asyncpull.ReasonErrImagePull && w.Reason == asyncpull.ReasonImagePullBackOff &&
+						now.Sub(rec.waitingAt[cs[i].Name]) < a.cfg.scaled(PullFailureShown) {
+						return // let the failure be seen before the back-off
+					}
+					rec.setWaiting(cs[i].Name, w, now)
+				})
 			} else {
 				a.pods.clearWaiting(pod.UID, cs[i].Name, asyncpull.ReasonErrImagePull, asyncpull.ReasonImagePullBackOff, "ImageInspectError")
 			}
@@ -239,4 +253,18 @@ func (a *Agent) Healthy() error {
 		err = errors.New("agent: PLEG is not healthy")
 	}
 	return err
+}
+
+// startTime is the pod's start as the kubelet keeps it: the one the pod
+// already has (a pod from the API server that an earlier agent started),
+// else, for a pod adopted from an earlier run, its sandbox's creation, else
+// when this agent accepted it.
+func startTime(rec *podRecord) time.Time {
+	switch {
+	case rec.pod.Status.StartTime != nil && !rec.pod.Status.StartTime.IsZero():
+		return rec.pod.Status.StartTime.Time
+	case rec.adopted && !rec.startedAt.IsZero():
+		return rec.startedAt
+	}
+	return rec.created
 }

@@ -136,6 +136,7 @@ type podRecord struct {
 
 	// What the reported corev1.PodStatus needs beyond the runtime's view.
 	waiting    map[string]podcri.Waiting              // why a container waits, by name
+	waitingAt  map[string]time.Time                   // since when, by name
 	podWaiting *podcri.Waiting                        // a pod-level failure (the sandbox)
 	lastExited map[string]*runtimeapi.ContainerStatus // newest exited instance seen, by name
 	published  *corev1.PodStatus                      // the status last given to the status hook
@@ -295,13 +296,18 @@ func (r *podRecords) setMessage(uid types.UID, msg string) {
 }
 
 // setWaiting records why container name of pod uid waits.
-func (r *podRecords) setWaiting(uid types.UID, name string, w podcri.Waiting) {
-	r.update(uid, func(rec *podRecord) {
-		if rec.waiting == nil {
-			rec.waiting = map[string]podcri.Waiting{}
-		}
-		rec.waiting[name] = w
-	})
+func (r *podRecords) setWaiting(uid types.UID, name string, w podcri.Waiting, now time.Time) {
+	r.update(uid, func(rec *podRecord) { rec.setWaiting(name, w, now) })
+}
+
+func (rec *podRecord) setWaiting(name string, w podcri.Waiting, now time.Time) {
+	if rec.waiting == nil {
+		rec.waiting, rec.waitingAt = map[string]podcri.Waiting{}, map[string]time.Time{}
+	}
+	if old, ok := rec.waiting[name]; !ok || old.Reason != w.Reason {
+		rec.waitingAt[name] = now
+	}
+	rec.waiting[name] = w
 }
 
 // clearWaiting forgets why container name waits: any reason, or only

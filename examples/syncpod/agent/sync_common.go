@@ -18,6 +18,15 @@ import (
 // creates a new one; it returns its id.
 func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, acts *podActions) (string, error) {
 	if acts.killPod {
+		// The dead sandbox's containers go with it: keep their ends for
+		// the containers' lastState.
+		a.pods.update(pod.UID, func(rec *podRecord) {
+			for _, c := range st.Containers {
+				if c.Runtime != nil {
+					rec.rememberExit(c.Runtime)
+				}
+			}
+		})
 		for _, id := range append([]string{st.SandboxID}, st.OldSandboxes...) {
 			if id == "" {
 				continue
@@ -56,7 +65,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 	name := step.spec.Name
 	failed := func(reason string, err error) {
 		if ctx.Err() == nil {
-			a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: reason, Message: err.Error()})
+			a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: reason, Message: err.Error()}, a.clock.Now())
 		}
 	}
 	cfg, err := a.podContainerConfig(pod, step)
@@ -131,7 +140,7 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 	for _, name := range acts.inBackoff {
 		a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: podcri.ReasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-				acts.backoffWait.Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)})
+				acts.backoffWait.Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)}, a.clock.Now())
 		a.emit(Event{Type: EventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
 	}
 	if acts.finished {
@@ -157,7 +166,12 @@ func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, c
 		}
 	}
 	a.observe(pod, st, acts)
-	if acts.podFailed && st.SandboxReady {
+	if acts.finished && st.SandboxReady {
+		// A pod that is done keeps nothing running, as the kubelet ends a
+		// pod in a terminal phase: its sidecars and sandbox stop.
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), st.SandboxID); err != nil {
+			return acts, 0, syncResult{err: fmt.Errorf("stop finished pod: %w", err)}, true
+		}
 		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {
 			return acts, 0, syncResult{err: fmt.Errorf("StopPodSandbox: %w", err)}, true
 		}

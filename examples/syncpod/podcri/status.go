@@ -142,6 +142,10 @@ func PodStatus(in StatusInput) (corev1.PodStatus, error) {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := v.status(c, defaultWaiting)
+		if !isRestartable(c) {
+			// A regular init container is ready once it has succeeded.
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {
 		case isRestartable(c):

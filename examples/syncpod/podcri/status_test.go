@@ -223,6 +223,18 @@ func TestPodStatusProbesAndMemory(t *testing.T) {
 		t.Errorf("QOS class %q, want BestEffort from the spec", st.QOSClass)
 	}
 
+	// The kubelet's regular init container is ready once it succeeded,
+	// never while it runs.
+	withInit := specPod(corev1.RestartPolicyAlways, []string{"i"}, "a")
+	st = build(t, podcri.StatusInput{Pod: withInit, SandboxID: sandbox, Now: st0}, podStatus(running("i", 0)))
+	if st.InitContainerStatuses[0].Ready {
+		t.Error("a running init container is reported ready")
+	}
+	st = build(t, podcri.StatusInput{Pod: withInit, SandboxID: sandbox, Now: st0}, podStatus(exited("i", 0, 0, ""), running("a", 0)))
+	if !st.InitContainerStatuses[0].Ready {
+		t.Error("a succeeded init container is reported not ready")
+	}
+
 	var ae *podcri.ArgError
 	if _, err := podcri.PodStatus(podcri.StatusInput{}); !errors.As(err, &ae) {
 		t.Errorf("nil pod: %v, want *ArgError", err)

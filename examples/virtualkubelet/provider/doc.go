@@ -17,44 +17,58 @@
 // For a test or a demo, crisim.Start gives a simulated runtime to Dial;
 // cmd/syncpod-vk runs a whole virtual node against a kubeconfig.
 //
+// # What it is
+//
+// A thin adapter: the pods run on the syncpod node agent
+// (examples/syncpod/agent), the same pod worker the syncpod command runs
+// static pods with. CreatePod, UpdatePod and DeletePod become the agent's
+// pod updates; GetPod, GetPodStatus and GetPods read the agent's status
+// (Agent.Pod); NotifyPods receives the agent's status hook. The statuses
+// are podcri.PodStatus's, which both front-ends report.
+//
 // # What it guarantees
 //
 //   - CreatePod and UpdatePod validate the pod (errdefs.InvalidInput) and
 //     return at once: virtual-kubelet calls them on its few sync workers,
-//     so nothing there waits for the runtime. Each pod has its own worker
-//     goroutine that creates the sandbox, pulls the images through
-//     asyncpull (deduplicated, limited, with the kubelet's back-off) and
-//     starts the containers as a podplan: init containers in order,
-//     sidecars (restartable init containers) gating what follows once
-//     started, regular containers all at once.
+//     so nothing there waits for the runtime. The agent's worker for the
+//     pod creates the sandbox, pulls the images (asyncpull: deduplicated,
+//     limited, with the kubelet's back-off; no pull blocks the worker) and
+//     starts the containers as a podplan: init containers back to back,
+//     sidecars gating what follows once started, regular containers
+//     concurrently, under a node-wide start admission.
 //   - The worker is woken by PLEG events (the runtime's event stream, or
 //     relists when there is none), by spec updates and by its own
-//     back-off timers; before acting it waits until the PLEG's cache
-//     reflects its previous actions (statecache GetNewerThan), so it never
-//     acts on state older than its own last change.
-//   - GetPod, GetPodStatus and GetPods answer from a status cache without
-//     calling the runtime, and return copies. Unknown pods give
+//     back-off timers, and never acts on state older than its own last
+//     change.
+//   - GetPod, GetPodStatus and GetPods answer from the agent's state
+//     without calling the runtime, and return copies. Unknown pods give
 //     errdefs.NotFound.
 //   - NotifyPods' callback is called from one goroutine, outside every
-//     provider lock, with the latest status of each changed pod: statuses
-//     of one pod coalesce (latest wins) and arrive in order, and the
-//     callback may call back into the provider.
+//     provider and agent lock, with the latest status of each changed pod:
+//     statuses of one pod coalesce (latest wins) and arrive in order, and
+//     the callback may call back into the provider.
 //   - DeletePod forgets the pod at once (GetPod answers NotFound), cancels
-//     its pulls, stops its containers with the pod's grace period (capped
-//     by WithMaxGracePeriod), stops and removes its sandboxes, and then
-//     notifies its terminal status: Succeeded if every container exited
-//     0, else Failed, every container terminated, with the deletion
-//     timestamp it was given.
+//     its pulls, stops its containers as the kubelet does (the pod's grace
+//     period, or the deletion's, capped by WithMaxGracePeriod; sidecars
+//     after the regular containers, in reverse start order), then notifies
+//     its terminal status (Succeeded if every container exited 0, else
+//     Failed, every container terminated, with the deletion timestamp it
+//     was given) and removes its sandbox. Nothing else is notified for it
+//     after DeletePod.
 //   - Statuses read as kubectl shows a kubelet's: phases by the kubelet's
 //     rules; container states with ContainerCreating, PodInitializing,
 //     ErrImagePull, ImagePullBackOff, CrashLoopBackOff (10s doubling to
-//     300s), CreateContainerError, RunContainerError, Completed, Error;
-//     the conditions PodReadyToStartContainers, Initialized,
-//     ContainersReady and Ready with their reasons and stable transition
-//     times; start times, restart counts, last termination states, image
-//     IDs and container IDs (containerd://...).
-//   - A failed pull is shown as ErrImagePull until the next sync after
-//     WithErrorResync, then as ImagePullBackOff until its back-off ends.
+//     300s), CreateContainerConfigError, CreateContainerError,
+//     RunContainerError, Completed, Error; the conditions
+//     PodReadyToStartContainers, Initialized, ContainersReady and Ready
+//     with their reasons and stable transition times; start times, restart
+//     counts, last termination states, image IDs and container IDs
+//     (containerd://...).
+//   - Pods that are not hostNetwork use the runtime's pod network (its
+//     CNI), with their sandbox's IP; a finished pod's sandbox is stopped.
+//   - Close leaves the pods running; a provider started again adopts them,
+//     without restarting a container, as virtual-kubelet creates them
+//     again.
 //
 // Containers get the kubelet's io.kubernetes.* labels, so crictl shows the
 // pods as a kubelet's. AnnotationContainerAnnotations gives containers CRI
@@ -73,8 +87,8 @@
 //
 // # Not supported
 //
-// Probes (a running container is ready), lifecycle hooks, volumes other
-// than what the runtime gives, ephemeral containers, activeDeadlineSeconds,
-// logs, exec, attach and port-forward, resource limits, and adopting pods
-// left in the runtime by an earlier provider process.
+// What the agent does not do (its package doc): volumes that need the API
+// server (configMap, secret, serviceAccountToken: such a pod fails to
+// start with a clear reason), ephemeral containers, activeDeadlineSeconds;
+// and here logs, exec, attach and port-forward.
 package provider

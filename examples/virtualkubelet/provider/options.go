@@ -32,6 +32,7 @@ type config struct {
 	nodeName          string
 	nodeIP            string
 	podLogDir         string
+	podDir            string
 	crashInitial      time.Duration
 	crashMax          time.Duration
 	maxGrace          time.Duration
@@ -72,6 +73,11 @@ func WithNodeIP(ip string) Option { return func(cfg *config) { cfg.nodeIP = ip }
 // (dir/<namespace>_<name>_<uid>/<container>/<restart>.log), so crictl
 // logs and log shippers find them. Without it containers have no log path.
 func WithPodLogDir(dir string) Option { return func(cfg *config) { cfg.podLogDir = dir } }
+
+// WithPodDir keeps the pods' volumes (emptyDir, downwardAPI, projected)
+// and termination-message files under dir, as agent.WithPodDir. Without
+// it a pod with such a volume fails to start with a clear reason.
+func WithPodDir(dir string) Option { return func(cfg *config) { cfg.podDir = dir } }
 
 // WithCrashBackOff sets the container restart back-off: initial, doubling
 // to maxDelay (default 10s to 300s).

@@ -297,21 +297,26 @@ func TestPodControllerCrashLoopBackOff(t *testing.T) {
 		t.Errorf("phase %q, want Running (restartPolicy Always)", loop.Status.Phase)
 	}
 
-	// After the back-off it runs again.
-	eventually(t, "a back-off timer", func() string {
-		if !clk.HasWaiters() {
-			return "no timer"
-		}
-		return ""
-	})
-	clk.Step(provider.DefaultCrashBackOffInitial)
+	// After the back-off it runs again. The back-off counts from the
+	// container's finish time, which the simulated runtime takes from the
+	// real clock, a little ahead of the fake one: the clock is stepped
+	// while the test waits, as time would pass, no more than a second at
+	// a time, and the restart must not come before the back-off.
+	stepped := time.Duration(0)
 	s.waitPod(pod.Name, "restarted twice", func(p *corev1.Pod) string {
 		cs := findStatus(p.Status.ContainerStatuses, "app")
 		if cs == nil || cs.RestartCount < 2 {
+			if clk.HasWaiters() {
+				clk.Step(time.Second)
+				stepped += time.Second
+			}
 			return fmt.Sprintf("app %+v", cs)
 		}
 		return ""
 	})
+	if stepped < provider.DefaultCrashBackOffInitial {
+		t.Errorf("restarted after %s of back-off, want at least %s", stepped, provider.DefaultCrashBackOffInitial)
+	}
 }
 
 func TestPodControllerRunToCompletion(t *testing.T) {

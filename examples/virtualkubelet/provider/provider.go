@@ -85,6 +85,9 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 		agent.WithPullOptions(cfg.pullOpts...),
 		agent.WithPodStatusHook(p.onStatus),
 	}
+	if cfg.podDir != "" {
+		agentOpts = append(agentOpts, agent.WithPodDir(cfg.podDir))
+	}
 	a, err := agent.New(rt, images, append(agentOpts, cfg.agentOpts...)...)
 	if err != nil {
 		p.notifier.close()

@@ -3,6 +3,8 @@ package provider_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -304,5 +306,66 @@ func TestDeadSandboxIsReplaced(t *testing.T) {
 	}
 	if ready != 1 {
 		t.Errorf("%d ready sandboxes, want 1", ready)
+	}
+}
+
+// A provider closed with pods running leaves them running, and the next
+// provider on the same runtime adopts them as virtual-kubelet creates them
+// again: no container restarted, no second sandbox, the pod Running and
+// Ready.
+func TestNewProviderAdoptsRunningPods(t *testing.T) {
+	_, cri := startCrisim(t)
+	pod := newPod("keeper", "uid-keeper")
+	pod.Spec.Containers = []corev1.Container{{Name: "a", Image: toolsImage}, {Name: "b", Image: toolsImage}}
+	isRunning := func(pod *corev1.Pod) bool {
+		return pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionTrue
+	}
+	ids := func() []string {
+		var out []string
+		for _, sb := range sandboxesOf(t, cri, pod.UID) {
+			out = append(out, "sandbox "+sb.GetId()+" "+sb.GetState().String())
+		}
+		for _, c := range containersOf(t, cri, pod.UID) {
+			out = append(out, "container "+c.GetId()+" "+c.GetState().String())
+		}
+		sort.Strings(out)
+		return out
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	first := newProvider(t, cri)
+	notified := make(notifications, 1000)
+	first.NotifyPods(ctx, func(pod *corev1.Pod) { notified <- pod })
+	if err := first.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	running := notified.waitFor(t, "running", isRunning)
+	firstStart := running.Status.StartTime
+	before := ids()
+	// virtual-kubelet creates the pod again as the API server holds it,
+	// with the status the first provider reported.
+	pod.Status = running.Status
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newProvider(t, cri)
+	again := make(notifications, 1000)
+	second.NotifyPods(ctx, func(pod *corev1.Pod) { again <- pod })
+	if err := second.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	got := again.waitFor(t, "running after the restart", isRunning)
+	if got.Status.StartTime == nil || (firstStart != nil && !got.Status.StartTime.Equal(firstStart)) {
+		t.Errorf("start time %v after the restart, want the first run's %v", got.Status.StartTime, firstStart)
+	}
+	for _, cs := range got.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("%s restarted %d times", cs.Name, cs.RestartCount)
+		}
+	}
+	if after := ids(); !slices.Equal(before, after) {
+		t.Errorf("runtime changed across the restart:\nbefore %v\nafter  %v", before, after)
 	}
 }

@@ -53,6 +53,7 @@ func main() {
 // options are the command's settings.
 type options struct {
 	nodeName, endpoint, podLogDir, nodeIP string
+	podDir                                string
 	capacity                              corev1.ResourceList
 	taint                                 bool
 	workers                               int
@@ -64,6 +65,7 @@ func run() error {
 		nodeName   = flag.String("nodename", "syncpod-vk", "name of the virtual node")
 		endpoint   = flag.String("cri-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the simulated runtime in-process")
 		podLogDir  = flag.String("pod-log-dir", "", "directory for pod logs (the kubelet uses /var/log/pods); empty: no logs")
+		podDir     = flag.String("pod-dir", "", "directory for pod volumes (emptyDir, downwardAPI) and termination-message files, as the kubelet's /var/lib/kubelet/pods; empty: pods with such volumes fail to start")
 		nodeIP     = flag.String("node-ip", "", "IP reported as the pods' hostIP")
 		cpu        = flag.String("cpu", "8", "CPU capacity advertised")
 		memory     = flag.String("memory", "32Gi", "memory capacity advertised")
@@ -84,7 +86,7 @@ func run() error {
 		// take the others' sandboxes for its own orphans.
 		return fmt.Errorf("-nodes %d with -cri-endpoint: several nodes need the simulated runtime, one each", *nodes)
 	}
-	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, nodeIP: *nodeIP,
+	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, podDir: *podDir, nodeIP: *nodeIP,
 		taint: *taint, workers: *workers, capacity: corev1.ResourceList{}}
 	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
 		v, err := resource.ParseQuantity(q)
@@ -197,7 +199,7 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 
 	prov, err := provider.New(ctx, client.CRI(), client.CRI(),
 		provider.WithLogger(logger), provider.WithNodeName(o.nodeName),
-		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir))
+		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir), provider.WithPodDir(o.podDir))
 	if err != nil {
 		return err
 	}
