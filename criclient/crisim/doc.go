@@ -36,8 +36,14 @@
 //     codes.InvalidArgument; a reused name gives codes.AlreadyExists;
 //     starting a non-CREATED container gives codes.FailedPrecondition;
 //     creating a container from an image that is not present gives
-//     codes.NotFound. Methods not modelled (Exec, stats, checkpoints, ...)
-//     give codes.Unimplemented.
+//     codes.NotFound. Methods not modelled (streaming Exec and Attach,
+//     stats, checkpoints, ...) give codes.Unimplemented.
+//   - ExecSync runs a command in a running container: by default it exits
+//     0 with no output; Runtime.SetExecHandler plays the process (output,
+//     exit code, how long it takes). As on containerd, an unknown container
+//     gives codes.NotFound, one not running codes.FailedPrecondition, and a
+//     command still running when the request's Timeout (on the runtime
+//     clock) passes is ended and gives codes.DeadlineExceeded.
 //   - A container scripts its own run with annotations on its
 //     ContainerConfig: AnnotationExitAfter ("2s") and AnnotationExitCode
 //     ("1") make it exit on its own; AnnotationStopExitCode sets the code

@@ -143,8 +143,12 @@ func TestInvalidInput(t *testing.T) {
 	} {
 		wantCode(t, err, codes.NotFound)
 	}
+	_, err = n.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: "nope", Cmd: []string{"true"}})
+	wantCode(t, err, codes.NotFound)
 	_, err = n.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: "x"})
-	wantCode(t, err, codes.Unimplemented)
+	wantCode(t, err, codes.InvalidArgument) // no command
+	_, err = n.rs.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: "x"})
+	wantCode(t, err, codes.Unimplemented) // streaming exec is not modelled
 	if err := n.rt.ExitContainer("nope", 1); !errors.Is(err, crisim.ErrNotFound) {
 		t.Fatalf("ExitContainer(unknown) = %v, want ErrNotFound", err)
 	}

@@ -217,6 +217,7 @@ func RealisticLatencies() map[string]Latency {
 		"RemoveContainer":  LogNormal(ms(15), ms(60)),
 		"ListContainers":   LogNormal(ms(2), ms(10)),
 		"ContainerStatus":  LogNormal(ms(1), ms(5)),
+		"ExecSync":         LogNormal(ms(15), ms(60)),
 		"ListImages":       LogNormal(ms(2), ms(10)),
 		"ImageStatus":      LogNormal(ms(1), ms(5)),
 		"PullImage":        LogNormal(ms(20), ms(80)),

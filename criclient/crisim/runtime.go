@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -44,6 +45,8 @@ type Runtime struct {
 	events     eventHub
 	ipSeq      uint32
 	startSeq   uint64 // tokens of scripted-exit timers
+
+	execHandler atomic.Pointer[ExecHandler] // SetExecHandler; nil: exit 0
 
 	closeOnce sync.Once
 	done      chan struct{}

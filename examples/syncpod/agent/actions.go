@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
@@ -12,6 +13,29 @@ import (
 type containerKill struct {
 	status *ContainerStatus
 	reason string
+	// keep: stop it but keep the exited instance, so that it is restarted
+	// through the crash-loop back-off (a liveness, startup or postStart
+	// failure), rather than removed and replaced at once.
+	keep  bool
+	grace *int64 // the failing probe's terminationGracePeriodSeconds; nil: the pod's
+}
+
+// probeView is what computePodActions reads of the probes (the prober).
+type probeView interface {
+	// state is the startup and readiness verdicts of a running instance.
+	state(uid types.UID, name, id string) (started, ready bool)
+	// killReason says why the agent kills (or killed) the instance, with
+	// the grace period to use and whether the kill was already done.
+	killReason(uid types.UID, id string) (reason string, grace *int64, done bool)
+}
+
+// noProbes is the probeView of an agent without probes: every container
+// started and ready, none killed.
+type noProbes struct{}
+
+func (noProbes) state(types.UID, string, string) (bool, bool) { return true, true }
+func (noProbes) killReason(types.UID, string) (string, *int64, bool) {
+	return "", nil, false
 }
 
 // containerStart is a container to create and start, with its attempt.
@@ -61,8 +85,15 @@ func isSidecar(c *corev1.Container) bool {
 
 func backoffKey(pod *corev1.Pod, name string) string { return string(pod.UID) + "/" + name }
 
-// computePodActions decides the next steps for pod given status.
-func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, chain bool) *podActions {
+// computePodActions decides the next steps for pod given status, and the
+// probes' verdicts (pv; nil: no probes): a container whose liveness or
+// startup probe failed is killed and kept exited, to be restarted through
+// the crash-loop back-off, and a running sidecar whose startup probe has
+// not passed gates what follows it until the pod first initialised.
+func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, chain bool, pv probeView) *podActions {
+	if pv == nil {
+		pv = noProbes{}
+	}
 	a := &podActions{}
 	hadContainers := len(status.Containers) > 0
 	if status.SandboxID == "" || !status.SandboxReady {
@@ -124,15 +155,33 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		spec, ok := specs[cs.Name]
 		switch {
 		case !ok:
-			a.kill = append(a.kill, containerKill{cs, "not in the pod spec"})
+			a.kill = append(a.kill, containerKill{status: cs, reason: "not in the pod spec"})
 		case cs.Hash != "" && cs.Hash != containerHash(spec):
-			a.kill = append(a.kill, containerKill{cs, "spec changed"})
+			a.kill = append(a.kill, containerKill{status: cs, reason: "spec changed"})
 			replaced[cs.Name] = true
 		case cs.State == StateUnknown:
 			// Created but not started at the start of a sync: a start that
 			// failed or was cancelled. Replace it.
-			a.kill = append(a.kill, containerKill{cs, "created but never started"})
+			a.kill = append(a.kill, containerKill{status: cs, reason: "created but never started"})
 			replaced[cs.Name] = true
+		default:
+			if reason, grace, done := pv.killReason(pod.UID, cs.ID); reason != "" && !done {
+				a.kill = append(a.kill, containerKill{status: cs, reason: reason, keep: true, grace: grace})
+			}
+		}
+	}
+	// failed: an exit that counts as a failure for the restart policy,
+	// which a kill by the agent (a probe or hook failure) always is.
+	failed := func(cs *ContainerStatus) bool {
+		reason, _, _ := pv.killReason(pod.UID, cs.ID)
+		return cs.ExitCode != 0 || reason != ""
+	}
+	// initialized: a regular container has run, so the pod initialised
+	// once and a restarted sidecar no longer gates what follows it.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if status.Latest(pod.Spec.Containers[i].Name) != nil {
+			initialized = true
 		}
 	}
 	next := func(name string) (latest *ContainerStatus, attempt uint32, remove []string) {
@@ -181,6 +230,9 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		if isSidecar(c) {
 			switch {
 			case latest != nil && latest.State == StateRunning:
+				if started, _ := pv.state(pod.UID, c.Name, latest.ID); !started && !initialized {
+					return a // its startup probe gates what follows
+				}
 				continue
 			case latest == nil:
 				a.initSteps = append(a.initSteps, step)
@@ -233,10 +285,10 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 			}
 		case latest.State == StateExited:
 			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways ||
-				(pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && latest.ExitCode != 0)
+				(pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && failed(latest))
 			if !restart {
 				done++
-				if latest.ExitCode == 0 {
+				if !failed(latest) {
 					succeeded++
 				}
 				continue

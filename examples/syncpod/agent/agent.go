@@ -41,6 +41,7 @@ type Agent struct {
 	ownAdmission bool                  // made by New, closed by Stop
 	pods         *podRecords
 	expects      map[types.UID]*expectations // syncpod: what workers did and have not seen yet
+	prober       *prober                     // startup, readiness and liveness probes of every pod
 	volumes      *volumeManager
 
 	ctx    context.Context
@@ -104,6 +105,12 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if _, err := ParseMode(string(cfg.mode)); err != nil {
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
+	if cfg.probeWorkers < 0 {
+		return nil, fmt.Errorf("agent: New: WithProbeWorkers: %d is negative", cfg.probeWorkers)
+	}
+	if cfg.probeWorkers == 0 {
+		cfg.probeWorkers = DefaultProbeWorkers
+	}
 	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
 		return nil, fmt.Errorf("agent: New: WithPodDir: %q is not an absolute path", cfg.podDir)
 	}
@@ -155,6 +162,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(SyncErrorBackoff))
 	a.workers.onExit = a.forgetPod
 	a.workers.active = a.active
+	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.workers.Wake, a.podStatusChanged)
 
 	observePull := func(image string, d time.Duration, err error) {
 		a.metrics.observePull(d, err)
@@ -212,6 +220,7 @@ func (a *Agent) Start() error {
 		return nil
 	}
 	a.started = true
+	a.prober.start()
 	if a.relister != nil {
 		a.relister.kick() // the first relist, at once
 	}
@@ -264,6 +273,7 @@ func (a *Agent) Apply(u PodUpdate) {
 			}
 		}
 		a.pods.terminating(uid)
+		a.prober.podTerminating(uid)
 		if u.Pod != nil && u.Pod.DeletionTimestamp != nil {
 			a.pods.update(uid, func(rec *podRecord) { rec.deleting = u.Pod })
 		}
@@ -290,6 +300,7 @@ func (a *Agent) Stop() {
 		a.workers.Stop()
 		a.cancel()
 		a.wg.Wait()
+		a.prober.close()
 		a.images.close()
 		if a.ownAdmission {
 			_ = a.admission.Close()
@@ -342,7 +353,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	for _, sb := range sbs {
 		// A failed graceful stop still removes the pod: removeSandbox
 		// kills what did not stop.
-		if err := a.stopContainersGracefully(ctx, a.capGrace(killGracePeriod(pod)), sb.Id); err != nil {
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
 		}
 	}
@@ -375,6 +386,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 func (a *Agent) forgetPod(uid types.UID) {
 	a.cache.Delete(uid)
 	a.backoff.forgetPrefix(string(uid) + "/")
+	a.prober.forget(uid)
 	a.pods.remove(uid)
 	a.volumes.forget(uid)
 	a.mu.Lock()

@@ -35,6 +35,28 @@
 //
 // An adopted pod is reported Adopted, its start the sandbox's creation.
 //
+// Probes and hooks, as the kubelet runs them: startup, readiness and
+// liveness probes (exec through the runtime's ExecSync, httpGet, tcpSocket,
+// gRPC; httpGet, tcpSocket and gRPC reach WithNodeIP, default 127.0.0.1,
+// unless they name a host) with their period, timeout, thresholds and initial
+// delay; readiness false until its first success, liveness and readiness
+// only once the startup probe passed, fresh probes for each container
+// instance. They run on a pool of WithProbeWorkers goroutines shared by
+// every pod, never in a pod's sync. A liveness or startup failure kills
+// the container (its preStop hook first; event Killing, "Container X failed
+// liveness probe, will be restarted") and it restarts through the
+// crash-loop back-off. A sidecar's startup probe gates the containers after
+// it, and a start-after ":ready" edge waits for the named container's
+// readiness. postStart (exec, httpGet, sleep) runs right after the start,
+// before the container counts as started; while it runs, the pod's sync
+// waits, as the kubelet's does, but in syncpod mode the pod's other
+// containers start meanwhile (only what is ordered after it waits); a
+// failure kills the container (FailedPostStartHook) to be restarted with
+// back-off. preStop runs before every stop of a known pod's container
+// (deletion, spec change, probe kill), bounded by the grace period, whose
+// rest StopContainer gets (at least 2 s); a failure or overrun gives
+// FailedPreStopHook.
+//
 // Volumes (WithPodDir): emptyDir (a tmpfs for medium Memory, as root;
 // sizeLimit is not enforced on disk), hostPath with the kubelet's type
 // checks, and downwardAPI and projected downwardAPI files, written
@@ -54,11 +76,11 @@
 // phase. The virtual-kubelet provider is a front-end over these, as the
 // syncpod command is over manifests.
 //
-// Not done yet: probes, lifecycle hooks, and the volumes that need the API
-// server (configMap, secret, service-account tokens: a pod using one
-// fails those containers' starts with a message saying so); the crash-loop
-// back-off is kept in memory (as the kubelet keeps it), so an adopting
-// agent starts it afresh.
+// Not done yet: the volumes that need the API server (configMap, secret,
+// service-account tokens: a pod using one fails those containers' starts
+// with a message saying so); preStop hooks of orphaned pods (their spec is
+// gone); the crash-loop back-off is kept in memory (as the kubelet keeps
+// it), so an adopting agent starts it afresh.
 //
 // Compared with the kubelet (ModeBaseline reproduces it): no pull blocks a
 // worker, a pod's pulls start when the pod is added, the init chain runs

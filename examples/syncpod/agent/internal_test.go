@@ -102,7 +102,7 @@ func TestComputePodActions(t *testing.T) {
 			kill: 1, start: []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := computePodActions(pod, tc.st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), tc.chain)
+			a := computePodActions(pod, tc.st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), tc.chain, nil)
 			if a.createSandbox != tc.sandbox || !eq(names(a.initSteps), tc.init) || !eq(names(a.start), tc.start) ||
 				len(a.kill) != tc.kill || a.allRunning != tc.running || a.podFailed != tc.podFailed {
 				t.Errorf("got sandbox=%v init=%v start=%v kill=%d running=%v failed=%v", a.createSandbox, names(a.initSteps),
@@ -131,7 +131,7 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 		pod := testPod(nil, "a")
 		pod.Spec.RestartPolicy = tc.policy
 		st := status(true, &ContainerStatus{ID: "x", Name: "a", State: StateExited, ExitCode: tc.code, FinishedAt: clk.Now(), Hash: containerHash(&pod.Spec.Containers[0])})
-		a := computePodActions(pod, st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true)
+		a := computePodActions(pod, st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true, nil)
 		if (len(a.start) == 1) != tc.restart || a.finished != tc.finished || a.succeeded != tc.succeeded {
 			t.Errorf("%s exit %d: start=%v finished=%v succeeded=%v", tc.policy, tc.code, names(a.start), a.finished, a.succeeded)
 		}
@@ -143,7 +143,7 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 	// A failed regular init container under Never fails the pod.
 	pod := testPod([]corev1.Container{{Name: "init", Image: "i"}}, "a")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	a := computePodActions(pod, status(true, &ContainerStatus{Name: "init", State: StateExited, ExitCode: 2}), newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true)
+	a := computePodActions(pod, status(true, &ContainerStatus{Name: "init", State: StateExited, ExitCode: 2}), newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true, nil)
 	if !a.podFailed || !a.finished || len(a.start) != 0 {
 		t.Errorf("init failure under Never: %+v", a)
 	}

@@ -67,6 +67,7 @@ type config struct {
 	sampleEvery     time.Duration
 	admission       *admission.Controller
 	admissionSet    bool
+	probeWorkers    int
 
 	nodeIP       string
 	podNetwork   bool
@@ -187,8 +188,21 @@ func WithStartAdmission(ctl *admission.Controller) Option {
 	return func(c *config) { c.admission, c.admissionSet = ctl, true }
 }
 
+// DefaultProbeWorkers is how many probes an agent runs at once by
+// default. Probes of every pod share these goroutines; a probe holds one
+// for at most its timeoutSeconds (1 s by default), so ten keep up with
+// hundreds of probes at the usual 10 s period, and a probe that times out
+// delays others by at most its timeout.
+const DefaultProbeWorkers = 10
+
+// WithProbeWorkers sets how many probes run at once, over all pods
+// (default DefaultProbeWorkers; 0 keeps the default; negative is refused
+// by New). A probe that comes due while all are busy runs when one frees.
+func WithProbeWorkers(n int) Option { return func(c *config) { c.probeWorkers = n } }
+
 // WithNodeIP sets the node's IP: every pod's hostIP and, as the agent's
-// pods use the node's network, its podIP.
+// pods use the node's network, its podIP; httpGet, tcpSocket and gRPC
+// probes and hooks that name no host reach it (default DefaultNodeIP).
 func WithNodeIP(ip string) Option { return func(c *config) { c.nodeIP = ip } }
 
 // WithPodNetwork puts pods that are not hostNetwork on the runtime's pod

@@ -47,7 +47,7 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 		name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
 		grace, err := a.orphanGrace(ctx, sb.Id)
 		if err == nil {
-			err = a.stopContainersGracefully(ctx, grace, sb.Id)
+			err = a.stopContainersGracefully(ctx, nil, grace, sb.Id)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,7 +53,8 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 }
 
 // startContainer removes the container's old exited instances, then
-// creates and starts the new one.
+// creates and starts the new one and runs its postStart hook (a failed
+// hook kills it; the error then wraps errPostStartHook).
 func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, step containerStart) error {
 	for _, id := range step.remove {
 		if err := a.rt.RemoveContainer(ctx, id); err != nil {
@@ -89,13 +91,36 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 		a.backoff.next(step.restartKey, step.finishedAt)
 	}
 	a.metrics.containerRuns.Inc()
+	if err := a.postStart(ctx, pod, step.spec, id, step.attempt); err != nil {
+		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
+	}
 	a.emit(Event{Type: EventStarted, Pod: podKey(pod), Container: step.spec.Name, Attempt: step.attempt})
 	return nil
 }
 
+// killContainer stops a running container of a pod the agent keeps, as
+// the kubelet's killContainer does: its preStop hook first, bounded by the
+// grace period (the pod's, or the failing probe's), then StopContainer
+// with what is left of it (at least minStopGraceSeconds). A container
+// replaced now (spec change, not in the spec) is removed; one kept
+// (k.keep: a liveness, startup or postStart failure) stays exited, so the
+// next sync restarts it through the crash-loop back-off.
 func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerKill) error {
-	if err := a.rt.StopContainer(ctx, k.status.ID, gracePeriod(pod)); err != nil {
+	grace := time.Duration(gracePeriod(pod)) * time.Second
+	if k.grace != nil {
+		grace = time.Duration(*k.grace) * time.Second
+	}
+	if k.keep {
+		a.prober.markKilled(pod, k.status, k.reason)
+	}
+	a.emit(Event{Type: EventKilling, Pod: podKey(pod), Container: k.status.Name, Attempt: k.status.Attempt, Err: errors.New(k.reason)})
+	used := a.preStop(ctx, pod, containerSpec(pod, k.status.Name), k.status.ID, grace)
+	if err := a.rt.StopContainer(ctx, k.status.ID, stopTimeout(grace, used)); err != nil {
 		return fmt.Errorf("StopContainer %s (%s): %w", k.status.Name, k.reason, err)
+	}
+	if k.keep {
+		a.prober.killed(pod.UID, k.status.ID)
+		return nil
 	}
 	if err := a.rt.RemoveContainer(ctx, k.status.ID); err != nil {
 		return fmt.Errorf("RemoveContainer %s (%s): %w", k.status.Name, k.reason, err)
@@ -129,7 +154,8 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 // done is true the sync ends with res; otherwise sbAttempt is the sandbox
 // attempt the sync works on.
 func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
-	acts = computePodActions(pod, st, a.backoff, chain)
+	a.prober.sync(pod, st)
+	acts = computePodActions(pod, st, a.backoff, chain, a.prober)
 	if !acts.killPod {
 		// A pod keeping its sandbox drops any other ready one (a stale
 		// duplicate); a pod starting over removes them all anyway.
@@ -143,7 +169,7 @@ func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, c
 	if acts.finished && st.SandboxReady {
 		// A pod that is done keeps nothing running, as the kubelet ends a
 		// pod in a terminal phase: its sidecars and sandbox stop.
-		if err := a.stopContainersGracefully(ctx, a.capGrace(killGracePeriod(pod)), st.SandboxID); err != nil {
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), st.SandboxID); err != nil {
 			return acts, 0, syncResult{err: fmt.Errorf("stop finished pod: %w", err)}, true
 		}
 		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {

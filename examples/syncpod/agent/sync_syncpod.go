@@ -152,9 +152,12 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 			running = append(running, c.Name)
 		}
 	}
+	initialized := false // a regular container has run: see computePodActions
 	if !acts.createSandbox {
 		for i := range pod.Spec.Containers {
-			if l := st.Latest(pod.Spec.Containers[i].Name); l != nil && l.State == StateRunning {
+			l := st.Latest(pod.Spec.Containers[i].Name)
+			initialized = initialized || l != nil
+			if l != nil && l.State == StateRunning {
 				running = append(running, pod.Spec.Containers[i].Name)
 			}
 		}
@@ -166,6 +169,10 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 				return errNotNow
 			}
 			if err := a.startContainer(ctx, pod, sandboxID, sbAttempt, step); err != nil {
+				if errors.Is(err, errPostStartHook) {
+					// It was started (and killed): the status will show it.
+					exp.container(c.Name, step.attempt, a.clock.Now())
+				}
 				a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: c.Name, Err: err})
 				return err
 			}
@@ -175,6 +182,28 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		// An init container's exit arrives as a PLEG event, which wakes
 		// the worker for the next step: never wait for it here.
 		WaitCompleted: func(context.Context, podplan.Container) error { return errNotNow },
+		// Nor for a probe: the prober wakes the worker when the verdict
+		// changes. A sidecar's check is its startup probe (until the pod
+		// first initialised, as computePodActions gates it); a regular
+		// container's, which a start-after ":ready" edge waits for, is its
+		// startup probe and its readiness.
+		WaitStartup: func(_ context.Context, c podplan.Container) error {
+			var id string
+			if l := st.Latest(c.Name); l != nil && l.State == StateRunning && !acts.createSandbox {
+				id = l.ID
+			}
+			started, ready := a.probeState(pod.UID, c.Name, id)
+			switch {
+			case c.Role == podplan.Sidecar && (started || initialized):
+				return nil
+			case c.Role == podplan.Regular && started && ready:
+				return nil
+			}
+			return errNotNow
+		},
+		HasStartupCheck: func(c podplan.Container) bool {
+			return c.Spec.StartupProbe != nil || (c.Role == podplan.Regular && c.Spec.ReadinessProbe != nil)
+		},
 	}
 	nodes, err := podplan.Build(pod, funcs, podplan.WithRunning(running...), podplan.WithCompleted(completed...))
 	if err != nil {

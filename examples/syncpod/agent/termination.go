@@ -34,9 +34,11 @@ func killGracePeriod(pod *corev1.Pod) time.Duration {
 // as the kubelet ends a pod: the regular (and running init) containers at
 // once, each given what is left of grace, the pod's grace period; then the
 // sidecars, one at a time in reverse start order, each with what is left
-// by then; never less than minStopGraceSeconds. It returns when every
-// stop has returned.
-func (a *Agent) stopContainersGracefully(ctx context.Context, grace time.Duration, id string) error {
+// by then; never less than minStopGraceSeconds. Each container's preStop
+// hook (from pod's spec; pod may be nil, for a pod no longer known) runs
+// first, bounded by what is left of grace, and its time comes out of the
+// StopContainer timeout. It returns when every stop has returned.
+func (a *Agent) stopContainersGracefully(ctx context.Context, pod *corev1.Pod, grace time.Duration, id string) error {
 	cs, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id,
 		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
 	if err != nil {
@@ -58,6 +60,11 @@ func (a *Agent) stopContainersGracefully(ctx context.Context, grace time.Duratio
 	var mu sync.Mutex
 	var errs []error
 	stop := func(c *runtimeapi.Container) {
+		if pod != nil {
+			if left := deadline.Sub(a.clock.Now()); left > 0 {
+				a.preStop(ctx, pod, containerSpec(pod, c.GetMetadata().GetName()), c.Id, left)
+			}
+		}
 		if err := a.rt.StopContainer(ctx, c.Id, remaining()); err != nil {
 			mu.Lock()
 			errs = append(errs, fmt.Errorf("StopContainer %s: %w", c.GetMetadata().GetName(), err))

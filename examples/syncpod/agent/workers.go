@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,7 @@ type podWorker struct {
 	uid    types.UID
 	signal chan struct{} // capacity 1: a pending wake is never lost, never doubled
 	active *activity     // one count per pending signal, until it is handled
+	gone   atomic.Bool   // the worker exited: a wake is dropped, not left pending
 
 	mu          sync.Mutex
 	desired     *corev1.Pod
@@ -72,11 +74,26 @@ func newPodWorkers(clk clock.WithTickerAndDelayedExecution, sync syncFunc, kill 
 }
 
 func (w *podWorker) wake() {
+	if w.gone.Load() {
+		return
+	}
 	w.active.add(1) // before the send: the worker may handle it at once
 	select {
 	case w.signal <- struct{}{}:
 	default:
 		w.active.add(-1) // one is pending already
+	}
+	if w.gone.Load() {
+		w.drain() // the worker exited meanwhile, maybe before it drained
+	}
+}
+
+// drain drops a pending wake nobody will handle.
+func (w *podWorker) drain() {
+	select {
+	case <-w.signal:
+		w.active.add(-1)
+	default:
 	}
 }
 
@@ -191,6 +208,10 @@ func (p *podWorkers) run(w *podWorker) {
 		exit := p.handle(w)
 		p.active.add(-1) // after the next timer is armed
 		if exit {
+			// A wake that came during the termination (a runtime event,
+			// a probe result) is never handled now.
+			w.gone.Store(true)
+			w.drain()
 			return
 		}
 	}

@@ -10,7 +10,8 @@ import (
 
 const usage = `usage: workload [step ...]
 steps: pause | sleep DURATION | exit CODE | echo TEXT | stderr TEXT | ignore-term |
-       write PATH TEXT | wait-file PATH | cat PATH | expect-file PATH TEXT`
+       write PATH TEXT | wait-file PATH | cat PATH | expect-file PATH TEXT |
+       http ADDR | touch PATH | rm PATH | exists PATH`
 
 // step is one parsed instruction.
 type step struct {
@@ -60,7 +61,7 @@ func parse(args []string) ([]step, error) {
 				return nil, fmt.Errorf("exit: bad code %q (want 0-255)", a)
 			}
 			steps = append(steps, step{op: op, code: c})
-		case "echo", "stderr":
+		case "echo", "stderr", "http", "touch", "rm", "exists":
 			a, err := needArg()
 			if err != nil {
 				return nil, err
@@ -128,6 +129,10 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 			fmt.Fprintln(stderr, s.text)
 		case "write", "wait-file", "cat", "expect-file":
 			if code, done := runFileStep(s, stdout, stderr, wait); done {
+				return code
+			}
+		case "http", "touch", "rm", "exists":
+			if code, stop := fileOrNetStep(s, stderr); stop {
 				return code
 			}
 		}
