@@ -73,11 +73,17 @@ func TestRealNodeGracePeriod(t *testing.T) {
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
 			InitContainers:                []corev1.Container{sidecar},
-			Containers:                    []corev1.Container{workload("stubborn", "ignore-term", "pause"), workload("polite", "pause")},
+			Containers:                    []corev1.Container{workload("stubborn", "ignore-term", "touch", "/up", "pause"), workload("polite", "touch", "/up", "pause")},
 		},
 	}
 	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pod})
 	waitFor(t, "the pod running", allRunning(a, 1))
+	// Running is not yet listening: a SIGTERM that comes before the
+	// program has its handler (a loaded node can take a while) meets the
+	// kernel's PID 1 rule or the Go runtime's default, not the workload.
+	// The real test of the agent starts once both are.
+	waitListening(t, rec.RuntimeService, "polite")
+	waitListening(t, rec.RuntimeService, "stubborn")
 	a.Apply(agent.PodUpdate{Op: agent.OpDelete, Pod: pod})
 	waitFor(t, "the pod gone", func() bool { return a.Snapshot().Total == 0 })
 
@@ -104,4 +110,21 @@ func TestRealNodeGracePeriod(t *testing.T) {
 	}
 	t.Logf("stubborn killed %v after SIGTERM (exit %d), polite exited after %v; sidecar stopped after both",
 		stubborn.Round(time.Millisecond), rec.final["stubborn"].ExitCode, polite.Round(time.Millisecond))
+}
+
+// waitListening waits until the running container name has run its
+// steps up to "touch /up", which the workload reaches only once its
+// SIGTERM handler is set (a SIGTERM before that would meet the Go
+// runtime's default, which for a container's PID 1 is exit 2).
+func waitListening(t *testing.T, rt cri.RuntimeService, name string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.container.name": name}})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("container %s: %d found, %v", name, len(cs), err)
+	}
+	waitFor(t, name+" listening", func() bool {
+		_, _, err := rt.ExecSync(ctx, cs[0].Id, []string{"/workload", "exists", "/up"}, 5*time.Second)
+		return err == nil
+	})
 }

@@ -20,7 +20,7 @@ type notifications chan *corev1.Pod
 
 func (n notifications) waitFor(t *testing.T, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	var got *corev1.Pod
+	var got, last *corev1.Pod
 	eventually(t, what, func() string {
 		for {
 			select {
@@ -29,8 +29,12 @@ func (n notifications) waitFor(t *testing.T, what string, cond func(*corev1.Pod)
 					got = p
 					return ""
 				}
+				last = p
 			default:
-				return "not yet notified"
+				if last == nil {
+					return "not yet notified"
+				}
+				return fmt.Sprintf("last notified: phase %s, containers %+v", last.Status.Phase, last.Status.ContainerStatuses)
 			}
 		}
 	})
