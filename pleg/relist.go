@@ -314,14 +314,13 @@ func (p *PLEG) relist(ctx context.Context) error {
 	}
 	p.updateTimeLocked(start) // after the relist's own writes
 	p.gcTombstonesLocked()
-	p.mu.Unlock()
-	p.flush()
-
-	p.mu.Lock()
+	// Healthy before the events go out: a watcher that got this relist's
+	// events finds the PLEG healthy.
 	p.markActiveLocked(start)
 	p.relistErr = nil
 	p.stats.Relists++
 	p.mu.Unlock()
+	p.flush()
 	p.notify(RelistResult{Kind: RelistFull, Start: start, Duration: p.clock.Since(start), Inspected: len(results), Failed: failed, Events: n})
 	return nil
 }

@@ -210,6 +210,9 @@ func TestProbeReadiness(t *testing.T) {
 			if n := len(log.of("ready?")) - before; n != 3 {
 				t.Errorf("not ready after %d failed probes, want the failureThreshold of 3", n)
 			}
+			// The events follow the verdict, outside the prober's lock: wait
+			// for them without moving the clock, then count.
+			waitFor(t, "the Unhealthy events", func() bool { return f.count(agent.EventUnhealthy, "app") >= 3 })
 			if n := f.count(agent.EventUnhealthy, "app"); n != 3 {
 				t.Errorf("%d Unhealthy events, want one per failed probe (3)", n)
 			}
