@@ -196,6 +196,9 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: zap.NewNop(), real: real,
 		external: kubeletExternal(b, n)}
 	modes := append([]string{"kubelet"}, cpuBurstModes...)
+	if only := os.Getenv("SYNCPOD_CPUBURST_MODES"); only != "" {
+		modes = strings.Split(only, ",") // e.g. all-at-once,syncpod
+	}
 	for i := 0; i < b.N; i++ {
 		results, err := runCPUBurst(ctx, rc, modes, cpuBurstPods)
 		if err != nil {
