@@ -135,10 +135,16 @@ func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) p
 }
 
 func (rec *podRecord) rememberExit(cs *runtimeapi.ContainerStatus) {
+	name := cs.GetMetadata().GetName()
+	if n, ok := rec.seenAttempt[name]; !ok || cs.GetMetadata().GetAttempt() > n {
+		if rec.seenAttempt == nil {
+			rec.seenAttempt = map[string]uint32{}
+		}
+		rec.seenAttempt[name] = cs.GetMetadata().GetAttempt()
+	}
 	if cs.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
 		return
 	}
-	name := cs.GetMetadata().GetName()
 	if old := rec.lastExited[name]; old == nil || cs.GetCreatedAt() > old.GetCreatedAt() {
 		if rec.lastExited == nil {
 			rec.lastExited = map[string]*runtimeapi.ContainerStatus{}

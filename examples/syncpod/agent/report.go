@@ -135,13 +135,14 @@ type podRecord struct {
 	startedAt    time.Time
 
 	// What the reported corev1.PodStatus needs beyond the runtime's view.
-	waiting    map[string]podcri.Waiting              // why a container waits, by name
-	waitingAt  map[string]time.Time                   // since when, by name
-	podWaiting *podcri.Waiting                        // a pod-level failure (the sandbox)
-	lastExited map[string]*runtimeapi.ContainerStatus // newest exited instance seen, by name
-	published  *corev1.PodStatus                      // the status last given to the status hook
-	deleting   *corev1.Pod                            // the pod as deleted (its deletion timestamp)
-	final      bool                                   // the terminal status is made: report nothing more
+	waiting     map[string]podcri.Waiting              // why a container waits, by name
+	waitingAt   map[string]time.Time                   // since when, by name
+	podWaiting  *podcri.Waiting                        // a pod-level failure (the sandbox)
+	lastExited  map[string]*runtimeapi.ContainerStatus // newest exited instance seen, by name
+	seenAttempt map[string]uint32                      // highest attempt seen, by name
+	published   *corev1.PodStatus                      // the status last given to the status hook
+	deleting    *corev1.Pod                            // the pod as deleted (its deletion timestamp)
+	final       bool                                   // the terminal status is made: report nothing more
 }
 
 // podRecords holds per-pod reporting state plus the startup latencies of
@@ -238,6 +239,11 @@ func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *pod
 func (rec *podRecord) observe(now time.Time, st *PodStatus, a *podActions) (startup time.Duration, first bool) {
 	if rec.state == PodTerminating {
 		return 0, false
+	}
+	for _, c := range st.Containers {
+		if c.Runtime != nil {
+			rec.rememberExit(c.Runtime) // attempts and exits outlive the sandbox
+		}
 	}
 	restarts := 0
 	for _, c := range st.latest {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/syncpod/syncpod/concurrentstart/admission"
@@ -156,6 +157,9 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
 	a.prober.sync(pod, st)
 	acts = computePodActions(pod, st, a.backoff, chain, a.prober)
+	if acts.killPod {
+		a.continueAttempts(pod.UID, acts)
+	}
 	if !acts.killPod {
 		// A pod keeping its sandbox drops any other ready one (a stale
 		// duplicate); a pod starting over removes them all anyway.
@@ -209,4 +213,20 @@ func (a *Agent) forgetAdmission(pod *corev1.Pod) {
 	if a.admission != nil {
 		a.admission.Forget(string(pod.UID))
 	}
+}
+
+// continueAttempts makes the containers of a pod starting over in a new
+// sandbox go on from the highest attempt the agent has seen of each, as
+// the kubelet's restart counts do, also when the status this sync read no
+// longer shows the dead sandbox's containers.
+func (a *Agent) continueAttempts(uid types.UID, acts *podActions) {
+	a.pods.with(uid, func(rec *podRecord) {
+		for _, steps := range [][]containerStart{acts.start, acts.initSteps} {
+			for i := range steps {
+				if n, ok := rec.seenAttempt[steps[i].spec.Name]; ok && n+1 > steps[i].attempt {
+					steps[i].attempt = n + 1
+				}
+			}
+		}
+	})
 }
