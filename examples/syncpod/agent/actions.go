@@ -79,10 +79,6 @@ type podActions struct {
 // containerHash identifies a container spec; a change restarts it.
 func containerHash(c *corev1.Container) string { return podcri.ContainerHash(c) }
 
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 func backoffKey(pod *corev1.Pod, name string) string { return string(pod.UID) + "/" + name }
 
 // computePodActions decides the next steps for pod given status, and the
@@ -128,8 +124,8 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		}
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
-			a.initSteps = append(a.initSteps, containerStart{spec: c, attempt: attempt(c.Name), init: true, sidecar: isSidecar(c)})
-			if !chain || !isSidecar(c) {
+			a.initSteps = append(a.initSteps, containerStart{spec: c, attempt: attempt(c.Name), init: true, sidecar: podcri.IsSidecar(c)})
+			if !chain || !podcri.IsSidecar(c) {
 				break
 			}
 		}
@@ -226,8 +222,8 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		latest, attempt, remove := next(c.Name)
-		step := containerStart{spec: c, attempt: attempt, init: true, sidecar: isSidecar(c), remove: remove}
-		if isSidecar(c) {
+		step := containerStart{spec: c, attempt: attempt, init: true, sidecar: podcri.IsSidecar(c), remove: remove}
+		if podcri.IsSidecar(c) {
 			switch {
 			case latest != nil && latest.State == StateRunning:
 				if started, _ := pv.state(pod.UID, c.Name, latest.ID); !started && !initialized {

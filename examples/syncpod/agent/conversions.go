@@ -3,6 +3,8 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // SandboxConfig is the PodSandboxConfig the agent sends for pod's sandbox
@@ -10,7 +12,7 @@ import (
 // (podcri.WithNodeNetwork), plus the agent's label syncpod.io/managed.
 // pod must not be nil.
 func SandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	return sandboxConfig(pod, attempt)
+	return sandboxConfig(pod, attempt, podcri.WithNodeNetwork())
 }
 
 // ContainerConfig is the ContainerConfig the agent sends for attempt of
@@ -23,5 +25,5 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig
 // termination-message file). Its errors are
 // podcri.ContainerConfig's (*podcri.ArgError, *podcri.EnvError).
 func ContainerConfig(pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32) (*runtimeapi.ContainerConfig, error) {
-	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && isSidecar(c)}, false)
+	return containerConfig(pod, containerStart{spec: c, attempt: attempt, init: init, sidecar: init && podcri.IsSidecar(c)}, false)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,8 +126,13 @@ func (g *asyncGate) settle(uid types.UID, image string) {
 	}
 }
 
+// reasonImageInspectError is the kubelet's reason for an image whose
+// status the runtime could not give.
+const reasonImageInspectError = "ImageInspectError"
+
 // pullError is a pull that did not give the image: Reason is the
-// kubelet's (asyncpull's ErrImagePull, ImagePullBackOff, ...).
+// kubelet's (asyncpull's ErrImagePull, ImagePullBackOff, ...). A failed
+// pull (ErrImagePull) matches ErrImagePull.
 type pullError struct {
 	Reason, Image string
 	Err           error
@@ -137,19 +141,20 @@ type pullError struct {
 func (e *pullError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Reason, e.Image, e.Err) }
 func (e *pullError) Unwrap() error { return e.Err }
 
+// Is makes a failed pull match ErrImagePull.
+func (e *pullError) Is(target error) bool {
+	return target == ErrImagePull && e.Reason == asyncpull.ReasonErrImagePull
+}
+
 // pullWaiting is why a container whose image did not come waits, as the
 // kubelet shows it.
 func pullWaiting(err error) podcri.Waiting {
 	var pe *pullError
-	if errors.As(err, &pe) {
-		if pe.Reason == asyncpull.ReasonImagePullBackOff {
-			return podcri.Waiting{Reason: pe.Reason, Message: fmt.Sprintf("Back-off pulling image %q", pe.Image)}
-		}
-		return podcri.Waiting{Reason: pe.Reason, Message: pe.Err.Error()}
+	if !errors.As(err, &pe) {
+		return podcri.Waiting{Reason: asyncpull.ReasonErrImagePull, Message: err.Error()}
 	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "ImageInspectError") {
-		return podcri.Waiting{Reason: "ImageInspectError", Message: msg}
+	if pe.Reason == asyncpull.ReasonImagePullBackOff {
+		return podcri.Waiting{Reason: pe.Reason, Message: fmt.Sprintf("Back-off pulling image %q", pe.Image)}
 	}
-	return podcri.Waiting{Reason: asyncpull.ReasonErrImagePull, Message: msg}
+	return podcri.Waiting{Reason: pe.Reason, Message: pe.Err.Error()}
 }

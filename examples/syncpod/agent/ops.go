@@ -11,11 +11,10 @@ import (
 )
 
 // sandboxConfig is the CRI sandbox config of pod, built by
-// podcri.SandboxConfig. Pods use the node's network namespace
-// (podcri.WithNodeNetwork, so no hostname): the agent sets up no CNI. The
-// agent adds its managed label, which its restart adoption reads.
-func sandboxConfig(pod *corev1.Pod, attempt uint32, extra ...podcri.SandboxOption) *runtimeapi.PodSandboxConfig {
-	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt), podcri.WithNodeNetwork()}, extra...)...)
+// podcri.SandboxConfig with opts, plus the agent's managed label, which its
+// restart adoption reads.
+func sandboxConfig(pod *corev1.Pod, attempt uint32, opts ...podcri.SandboxOption) *runtimeapi.PodSandboxConfig {
+	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt)}, opts...)...)
 	if err != nil { // only a nil pod, which the agent never has
 		panic(err)
 	}
@@ -113,23 +112,19 @@ func nodeNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	return ns
 }
 
-// podSandboxConfig is sandboxConfig with this agent's node settings (its
-// pod log directory).
+// podSandboxConfig is sandboxConfig with this agent's node settings: its
+// pod log directory, and the node's network unless WithPodNetwork.
 func (a *Agent) podSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	var extra []podcri.SandboxOption
+	var opts []podcri.SandboxOption
 	if a.cfg.podLogDir != "" {
-		extra = append(extra, podcri.WithPodLogRoot(a.cfg.podLogDir))
+		opts = append(opts, podcri.WithPodLogRoot(a.cfg.podLogDir))
 	}
 	if !a.cfg.podNetwork {
-		return sandboxConfig(pod, attempt, extra...)
+		// The node's network namespace (so no hostname): the agent sets
+		// up no CNI.
+		opts = append(opts, podcri.WithNodeNetwork())
 	}
-	// The runtime's pod network (its CNI) for every pod not on the host's.
-	cfg, err := podcri.SandboxConfig(pod, append([]podcri.SandboxOption{podcri.WithAttempt(attempt)}, extra...)...)
-	if err != nil { // only a nil pod, which the agent never has
-		panic(err)
-	}
-	cfg.Labels[managedLabel] = "true"
-	return cfg
+	return sandboxConfig(pod, attempt, opts...)
 }
 
 // podIP is the IP the agent reports for a pod: the node's, unless the pod

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -180,13 +181,19 @@ func (a *Agent) finalStatus(ctx context.Context, uid types.UID, sandboxes []*run
 	}
 	var containers []*runtimeapi.ContainerStatus
 	if newest != nil {
+		// What cannot be read is reported as the kubelet reports a
+		// container whose end it did not see (ContainerStatusUnknown).
 		list, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: newest.Id})
-		if err == nil {
-			for _, c := range list {
-				if resp, err := a.rt.ContainerStatus(ctx, c.Id, false); err == nil && resp.GetStatus() != nil {
-					containers = append(containers, resp.GetStatus())
-				}
+		if err != nil {
+			a.log.Info("terminal status: list containers", zap.String("pod", string(uid)), zap.String("sandbox", newest.Id), zap.Error(err))
+		}
+		for _, c := range list {
+			resp, err := a.rt.ContainerStatus(ctx, c.Id, false)
+			if err != nil || resp.GetStatus() == nil {
+				a.log.Info("terminal status: container status", zap.String("pod", string(uid)), zap.String("container", c.Id), zap.Error(err))
+				continue
 			}
+			containers = append(containers, resp.GetStatus())
 		}
 		sort.SliceStable(containers, func(i, j int) bool { return containers[i].CreatedAt > containers[j].CreatedAt })
 	}
@@ -241,7 +248,7 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 					rec.setWaiting(cs[i].Name, w, now)
 				})
 			} else {
-				a.pods.clearWaiting(pod.UID, cs[i].Name, asyncpull.ReasonErrImagePull, asyncpull.ReasonImagePullBackOff, "ImageInspectError")
+				a.pods.clearWaiting(pod.UID, cs[i].Name, asyncpull.ReasonErrImagePull, asyncpull.ReasonImagePullBackOff, reasonImageInspectError)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/concurrentstart/podplan"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // probeKind is one of a container's three probes.
@@ -336,7 +337,7 @@ func probePeriod(pr *corev1.Probe) time.Duration {
 // probe or hook failure.
 func restartMessage(pod *corev1.Pod, c *corev1.Container, what string) string {
 	msg := fmt.Sprintf("Container %s %s", c.Name, what)
-	if isSidecar(c) || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+	if podcri.IsSidecar(c) || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		msg += ", will be restarted"
 	}
 	return msg

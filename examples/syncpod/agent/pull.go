@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/asyncpull"
 )
 
 // ErrImagePull is matched by pull failures reported to a pod.
@@ -50,7 +51,7 @@ func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	st, err := p.img.ImageStatus(ctx, spec, false)
 	if err != nil {
-		return false, fmt.Errorf("ImageInspectError: %s: %w", image, err)
+		return false, &pullError{Reason: reasonImageInspectError, Image: image, Err: err}
 	}
 	if st.GetImage() != nil {
 		return true, nil
@@ -71,7 +72,7 @@ func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string
 		p.obs(image, p.clock.Since(start), err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: %s: %w", ErrImagePull, image, err)
+		return false, &pullError{Reason: asyncpull.ReasonErrImagePull, Image: image, Err: err}
 	}
 	return true, nil
 }

@@ -61,7 +61,8 @@ type ContainerStatus struct {
 	Assumed    bool           // started by this agent, not yet seen in the status
 	// Runtime is the runtime's own status of the instance (image, reason,
 	// start time) when known; nil for an Assumed one. In ModeBaseline a
-	// running instance's comes from its list entry, without a start time.
+	// running instance's comes from its list entry, which has no start
+	// time: its creation time stands for it.
 	Runtime *runtimeapi.ContainerStatus
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/syncpod/syncpod/concurrentstart"
 	"github.com/syncpod/syncpod/concurrentstart/podplan"
+	"github.com/syncpod/syncpod/examples/syncpod/podcri"
 )
 
 // syncSyncPod is one sync in syncpod mode. It reads the pod's status from
@@ -146,7 +147,7 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		l := st.Latest(c.Name)
 		switch {
 		case l == nil || acts.createSandbox:
-		case !isSidecar(c) && l.State == StateExited && l.ExitCode == 0:
+		case !podcri.IsSidecar(c) && l.State == StateExited && l.ExitCode == 0:
 			completed = append(completed, c.Name)
 		case l.State == StateRunning:
 			running = append(running, c.Name)

@@ -52,13 +52,11 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, po
 	vf := e.ValueFrom
 	switch {
 	case vf.FieldRef != nil:
-		switch p := vf.FieldRef.FieldPath; p {
-		case "metadata.name":
-			return pod.Name, nil
-		case "metadata.namespace":
-			return pod.Namespace, nil
-		case "metadata.uid":
-			return string(pod.UID), nil
+		p := vf.FieldRef.FieldPath
+		if v, ok := metadataField(pod, p); ok {
+			return v, nil
+		}
+		switch p {
 		case "spec.nodeName":
 			return pod.Spec.NodeName, nil
 		case "spec.serviceAccountName":
@@ -74,12 +72,6 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, po
 			}
 			return podIP, nil
 		default:
-			if m := subscript.FindStringSubmatch(p); m != nil {
-				if m[1] == "labels" {
-					return pod.Labels[m[2]], nil
-				}
-				return pod.Annotations[m[2]], nil
-			}
 			return "", bad(fmt.Sprintf("fieldRef %q is not supported", p))
 		}
 	case vf.ResourceFieldRef != nil:
@@ -121,4 +113,25 @@ func resourceField(c *corev1.Container, ref *corev1.ResourceFieldSelector, bad f
 	}
 	v := math.Ceil(float64(q.Value()) / float64(divisor.Value()))
 	return strconv.FormatInt(int64(v), 10), nil
+}
+
+// metadataField is the value of a fieldRef path that both env variables and
+// downward-API files take: the pod's name, namespace and uid, and one
+// label or annotation by key (metadata.labels['k']).
+func metadataField(pod *corev1.Pod, path string) (string, bool) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, true
+	case "metadata.namespace":
+		return pod.Namespace, true
+	case "metadata.uid":
+		return string(pod.UID), true
+	}
+	if m := subscript.FindStringSubmatch(path); m != nil {
+		if m[1] == "labels" {
+			return pod.Labels[m[2]], true
+		}
+		return pod.Annotations[m[2]], true
+	}
+	return "", false
 }

@@ -142,14 +142,14 @@ func PodStatus(in StatusInput) (corev1.PodStatus, error) {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := v.status(c, defaultWaiting)
-		if !isRestartable(c) {
+		if !IsSidecar(c) {
 			// A regular init container is ready once it has succeeded;
 			// nothing of a terminated pod is.
 			cs.Ready = !in.Terminal && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch {
-		case isRestartable(c):
+		case IsSidecar(c):
 			if cs.State.Running == nil && (cs.LastTerminationState.Terminated == nil || cs.RestartCount == 0) && !in.Terminal {
 				pendingInit = append(pendingInit, c.Name)
 			} else if cs.State.Running != nil && (cs.Started == nil || !*cs.Started) && !in.Terminal {
@@ -188,7 +188,7 @@ func PodStatus(in StatusInput) (corev1.PodStatus, error) {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; isRestartable(c) && !st.InitContainerStatuses[i].Ready {
+		if c := &pod.Spec.InitContainers[i]; IsSidecar(c) && !st.InitContainerStatuses[i].Ready {
 			unready = append(unready, c.Name)
 		}
 	}
@@ -270,7 +270,9 @@ func PodStatus(in StatusInput) (corev1.PodStatus, error) {
 	return st, nil
 }
 
-func isRestartable(c *corev1.Container) bool {
+// IsSidecar reports whether c is a sidecar: an init container with
+// restartPolicy Always, which keeps running beside the regular containers.
+func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 

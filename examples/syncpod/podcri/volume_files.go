@@ -134,26 +134,17 @@ func checkItemPath(p string) error {
 func downwardValue(pod *corev1.Pod, it corev1.DownwardAPIVolumeFile) (string, error) {
 	switch {
 	case it.FieldRef != nil:
-		switch p := it.FieldRef.FieldPath; p {
-		case "metadata.name":
-			return pod.Name, nil
-		case "metadata.namespace":
-			return pod.Namespace, nil
-		case "metadata.uid":
-			return string(pod.UID), nil
+		p := it.FieldRef.FieldPath
+		if v, ok := metadataField(pod, p); ok {
+			return v, nil
+		}
+		switch p {
 		case "metadata.labels":
 			return formatMap(pod.Labels), nil
 		case "metadata.annotations":
 			return formatMap(pod.Annotations), nil
-		default:
-			if m := subscript.FindStringSubmatch(p); m != nil {
-				if m[1] == "labels" {
-					return pod.Labels[m[2]], nil
-				}
-				return pod.Annotations[m[2]], nil
-			}
-			return "", fmt.Errorf("fieldRef %q is not supported in a volume", p)
 		}
+		return "", fmt.Errorf("fieldRef %q is not supported in a volume", p)
 	case it.ResourceFieldRef != nil:
 		ref := it.ResourceFieldRef
 		if ref.ContainerName == "" {

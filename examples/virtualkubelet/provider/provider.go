@@ -277,15 +277,14 @@ func (p *Provider) onStatus(u agent.PodStatusUpdate) {
 	p.notifier.enqueue(string(e.uid), p.restore(e, u.Pod))
 }
 
-// restore gives the agent's pod the metadata virtual-kubelet gave (the
-// agent's copy carries the container annotations it was handed) and keeps
-// the deletion fields the agent set.
+// restore is the pod as virtual-kubelet gave it (the agent's copy carries
+// the container annotations it was handed) with the agent's status and the
+// deletion fields the agent set.
 func (p *Provider) restore(e *podEntry, pod *corev1.Pod) *corev1.Pod {
 	p.mu.Lock()
 	orig := e.pod
 	p.mu.Unlock()
 	out := orig.DeepCopy()
-	out.Spec = *pod.Spec.DeepCopy()
 	out.Status = pod.Status
 	if pod.DeletionTimestamp != nil {
 		out.DeletionTimestamp, out.DeletionGracePeriodSeconds = pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds
