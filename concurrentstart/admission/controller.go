@@ -74,12 +74,14 @@ type Controller struct {
 }
 
 type podEntry struct {
-	seq uint64
+	seq     uint64
+	arrived time.Time
 }
 
 type request struct {
 	pod      string
 	kind     string
+	arrived  time.Time // its pod's
 	podSeq   uint64
 	seq      uint64
 	priority int
@@ -96,6 +98,7 @@ type Grant struct {
 	kind     string
 	at       time.Time
 	inFlight int
+	bound    int
 	once     sync.Once
 }
 
@@ -131,6 +134,12 @@ type Request struct {
 	// grant's latency with earlier grants of the same kind only, since a
 	// create and a start do not take the same time. Empty is one kind.
 	Kind string
+	// Arrived is when the pod arrived, on the Controller's clock, for a
+	// worker that knows it better than its first Acquire does: pod
+	// workers that start together reach Acquire in the scheduler's order,
+	// not in the order the pods came. Zero is the first Acquire. Only a
+	// pod's first request (since Forget) sets it.
+	Arrived time.Time
 }
 
 // Acquire waits for a grant for one piece of r.Pod's work, in the order
@@ -156,15 +165,19 @@ func (c *Controller) Acquire(ctx context.Context, r Request) (*Grant, error) {
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
+	now := c.cfg.clock.Now()
 	p, ok := c.pods[pod]
 	if !ok {
 		c.podSeq++
-		p = &podEntry{seq: c.podSeq}
+		p = &podEntry{seq: c.podSeq, arrived: r.Arrived}
+		if p.arrived.IsZero() {
+			p.arrived = now
+		}
 		c.pods[pod] = p
 	}
 	c.reqSeq++
-	q := &request{pod: pod, kind: r.Kind, podSeq: p.seq, seq: c.reqSeq, priority: priority,
-		queued: c.cfg.clock.Now(), ready: make(chan struct{})}
+	q := &request{pod: pod, kind: r.Kind, arrived: p.arrived, podSeq: p.seq, seq: c.reqSeq, priority: priority,
+		queued: now, ready: make(chan struct{})}
 	c.queue = append(c.queue, q)
 	c.dispatchLocked()
 	c.mu.Unlock()
@@ -273,7 +286,7 @@ func (g *Grant) end(outcome *error) {
 		defer c.mu.Unlock()
 		c.held--
 		if outcome != nil {
-			c.cfg.limiter.Observe(Sample{Kind: g.kind, Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Overload: isOverload(*outcome)})
+			c.cfg.limiter.Observe(Sample{Kind: g.kind, Latency: c.cfg.clock.Since(g.at), InFlight: g.inFlight, Bound: g.bound, Overload: isOverload(*outcome)})
 		}
 		c.dispatchLocked()
 	})
@@ -283,7 +296,11 @@ func (c *Controller) limitLocked() int { return max(1, c.cfg.limiter.Limit()) }
 
 // dispatchLocked grants the best queued requests while the bound allows.
 func (c *Controller) dispatchLocked() {
-	for len(c.queue) > 0 && c.held < c.limitLocked() {
+	for len(c.queue) > 0 {
+		bound := c.cfg.limiter.Limit()
+		if c.held >= max(1, bound) {
+			return
+		}
 		now := c.cfg.clock.Now()
 		best := 0
 		for i := 1; i < len(c.queue); i++ {
@@ -295,7 +312,7 @@ func (c *Controller) dispatchLocked() {
 		c.queue = append(c.queue[:best], c.queue[best+1:]...)
 		c.held++
 		c.granted++
-		r.grant = &Grant{c: c, kind: r.kind, at: now, inFlight: c.held}
+		r.grant = &Grant{c: c, kind: r.kind, at: now, inFlight: c.held, bound: bound}
 		close(r.ready)
 	}
 }
@@ -313,6 +330,9 @@ func (c *Controller) removeLocked(r *request) {
 func (c *Controller) before(a, b *request, now time.Time) bool {
 	if pa, pb := c.effective(a, now), c.effective(b, now); pa != pb {
 		return pa > pb
+	}
+	if !a.arrived.Equal(b.arrived) {
+		return a.arrived.Before(b.arrived)
 	}
 	if a.podSeq != b.podSeq {
 		return a.podSeq < b.podSeq

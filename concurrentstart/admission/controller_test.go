@@ -21,9 +21,14 @@ type result struct {
 // counts it as queued or granted, so that arrival order is the call order.
 func queue(t *testing.T, c *admission.Controller, ctx context.Context, name, pod string, prio int, out chan<- result) {
 	t.Helper()
+	queueRequest(t, c, ctx, name, admission.Request{Pod: pod, Priority: prio}, out)
+}
+
+func queueRequest(t *testing.T, c *admission.Controller, ctx context.Context, name string, req admission.Request, out chan<- result) {
+	t.Helper()
 	before := c.Stats()
 	go func() {
-		g, err := c.Acquire(ctx, admission.Request{Pod: pod, Priority: prio})
+		g, err := c.Acquire(ctx, req)
 		out <- result{name, g, err}
 	}()
 	waitUntil(t, func() bool {
@@ -76,6 +81,40 @@ func TestFIFOAcrossPods(t *testing.T) {
 		r.g.Release(nil)
 	}
 	want := []string{"a2", "b1", "b2", "c1"}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("grant order %v, want %v", order, want)
+		}
+	}
+}
+
+// A pod's arrival given in its first request orders it, not the order in
+// which the workers reached Acquire; a later request of the pod keeps the
+// first arrival.
+func TestArrivedOrdersPods(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(100, 0))
+	c := newController(t, admission.WithLimiter(admission.Fixed(1)), admission.WithClock(clk))
+	ctx := context.Background()
+	out := make(chan result, 8)
+	queue(t, c, ctx, "x1", "x", 0, out) // arrives now, t=100: holds the only slot
+	first := <-out
+	at := func(s int64) time.Time { return time.Unix(s, 0) }
+	queueRequest(t, c, ctx, "c1", admission.Request{Pod: "c", Arrived: at(30)}, out)
+	queueRequest(t, c, ctx, "b1", admission.Request{Pod: "b", Arrived: at(20)}, out)
+	queueRequest(t, c, ctx, "y1", admission.Request{Pod: "y"}, out) // arrives now, t=100
+	queueRequest(t, c, ctx, "a1", admission.Request{Pod: "a", Arrived: at(10)}, out)
+	queueRequest(t, c, ctx, "c2", admission.Request{Pod: "c", Arrived: at(1)}, out) // c arrived at 30 already
+	first.g.Release(nil)
+	var order []string
+	for range 5 {
+		r := <-out
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		order = append(order, r.name)
+		r.g.Release(nil)
+	}
+	want := []string{"a1", "b1", "c1", "c2", "y1"}
 	for i := range want {
 		if order[i] != want[i] {
 			t.Fatalf("grant order %v, want %v", order, want)

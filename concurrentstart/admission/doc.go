@@ -25,21 +25,25 @@
 // line is dropped and any of its work still queued fails with ErrForgotten.
 //
 // Order: a request is served before another when its pod's effective
-// priority is higher, then when its pod arrived first (a pod arrives with
-// its first Acquire), then when it was asked first. The effective priority
+// priority is higher, then when its pod arrived first (at Request.Arrived
+// when the worker gives it, else with its first Acquire), then when it was
+// asked first. The effective priority
 // is the priority given to Acquire plus one for every WithAging interval
 // the request has waited, so a low-priority pod is never starved.
 //
 // Bound: a Limiter decides how many grants may be held at once. The
-// default, AIMD, averages grant latencies per Kind over windows of eight
-// (single RPC latencies are heavy-tailed; a window's mean moves with the
-// load) and compares each window's mean with the kind's uncongested mean:
-// a window within Tolerance (1.5) of it raises the bound (doubling until
-// the first congestion, then by one, as TCP's slow start and congestion
-// avoidance do), one beyond it, or an overload error (deadline exceeded,
-// resource exhausted, unavailable), cuts it by Backoff (0.75), at most
-// once per bound's worth of grants. The bound settles where latency
-// starts to grow, which is where the runtime is saturated but not
+// default, AIMD, learns each Kind's uncongested latency, the mean latency
+// of its grants made at low load (at most the first bound in flight), and
+// judges windows of eight grants of any kinds by their latencies divided
+// by their kinds' uncongested ones (single RPC latencies are heavy-tailed;
+// a window's mean moves with the load). A window within Tolerance (1.5)
+// raises the bound, doubling once a round trip until the first congestion
+// and then by one, as TCP's slow start and congestion avoidance do; one
+// beyond it, or an overload error (deadline exceeded, resource exhausted,
+// unavailable), cuts it by Backoff (0.75). A grant speaks only for the
+// bound it was made under (Sample.Bound), so a change is judged by the
+// grants made after it, not by those it answered. The bound settles where
+// latency starts to grow, which is where the runtime is saturated but not
 // oversubscribed. Fixed is a constant bound.
 //
 // A Controller is safe for concurrent use; Close fails every queued and

@@ -11,6 +11,7 @@ type Sample struct {
 	Kind     string        // the Request's Kind
 	Latency  time.Duration // from grant to Release
 	InFlight int           // grants held when this one was granted, itself included
+	Bound    int           // the Limiter's bound when this one was granted (0: unknown, taken as the current one)
 	Overload bool          // the work failed with an overload error
 }
 
@@ -40,7 +41,7 @@ type AIMDConfig struct {
 	Min       int     // never below (default 1)
 	Max       int     // never above (default 64)
 	Backoff   float64 // multiplier on congestion, in (0, 1) (default 0.75)
-	Tolerance float64 // a window mean above Tolerance x the kind's uncongested latency is congestion (default 1.5)
+	Tolerance float64 // a window whose latencies average above Tolerance x their kinds' uncongested latency is congestion (default 1.5)
 }
 
 // AIMD is an additive-increase, multiplicative-decrease bound driven by
@@ -48,26 +49,48 @@ type AIMDConfig struct {
 type AIMD struct {
 	cfg AIMDConfig
 
-	mu       sync.Mutex
-	limit    float64
-	kinds    map[string]*kindWindow
-	sinceCut int  // samples since the last cut
-	cut      bool // a cut happened: slow start is over
+	mu    sync.Mutex
+	limit float64
+	bases map[string]*kindBase
+	sum   float64 // the current window's latency ratios, summed
+	n     int     // and counted
+	cut   bool    // a cut happened: slow start is over
 }
 
-// aimdWindow is how many samples of one kind are averaged before a
-// decision: single RPC latencies are heavy-tailed (a p99 four times the
-// median is usual), and one slow call is not congestion; the mean of
-// several moves with the load.
+// aimdWindow is how many samples are averaged before a decision: single
+// RPC latencies are heavy-tailed (a p99 four times the median is usual),
+// and one slow call is not congestion; the mean of several moves with the
+// load.
 const aimdWindow = 8
 
-// kindWindow is one kind's current window and its uncongested latency:
-// the lowest window mean seen, drifting up 1% a window so that a runtime
-// that became slower for good is not congestion forever.
-type kindWindow struct {
-	sum  time.Duration
-	n    int
-	base time.Duration
+// baseSamples caps how many samples a kind's uncongested latency averages:
+// past it the mean becomes a moving average, so that a runtime that became
+// slower for good stops looking congested.
+const baseSamples = 32
+
+// kindBase is one kind's uncongested latency: the mean latency of its
+// grants made at the lowest load seen, where any load up to the first
+// bound counts as lowest. A mean, not a minimum: the minimum of noisy
+// latencies sits well below their mean, and a bound compared with it
+// sees congestion in every ordinary window.
+type kindBase struct {
+	level int // grants in flight at or below which a sample counts
+	mean  time.Duration
+	n     int
+}
+
+// learn adds s to the uncongested latency when it was granted at low load.
+func (k *kindBase) learn(s Sample, low int) {
+	level := max(low, s.InFlight)
+	if k.n == 0 || level < k.level {
+		k.level, k.mean, k.n = level, s.Latency, 1
+		return
+	}
+	if s.InFlight > k.level {
+		return
+	}
+	k.n = min(k.n+1, baseSamples)
+	k.mean += (s.Latency - k.mean) / time.Duration(k.n)
 }
 
 var (
@@ -110,7 +133,7 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return bad("Initial", fmt.Sprintf("%d is outside [Min %d, Max %d]", cfg.Initial, cfg.Min, cfg.Max))
 	}
-	return &AIMD{cfg: cfg, limit: float64(cfg.Initial), kinds: map[string]*kindWindow{}}, nil
+	return &AIMD{cfg: cfg, limit: float64(cfg.Initial), bases: map[string]*kindBase{}}, nil
 }
 
 // Limit returns the current bound.
@@ -120,56 +143,64 @@ func (l *AIMD) Limit() int {
 	return int(l.limit)
 }
 
-// Observe adds s to its kind's window. An overload error cuts the bound
-// by Backoff at once; a full window whose mean latency is above Tolerance
-// times the kind's uncongested latency cuts it too, and one that is not
-// raises it by one: a step per window, as TCP grows its window per round
-// trip.
+// Observe learns from s. A sample speaks only for the bound it was
+// granted under: one granted under an earlier bound shows a load that the
+// change since has answered, so it only teaches the uncongested latency.
+// An overload error cuts the bound by Backoff at once. Otherwise s's
+// latency, divided by its kind's uncongested latency, joins a window
+// shared by all kinds; a full window whose mean ratio is above Tolerance
+// cuts the bound, and one that is not raises it: doubling until the first
+// cut (slow start), then by one, as TCP grows its window per round trip.
 func (l *AIMD) Observe(s Sample) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.sinceCut++
+	current := s.Bound == 0 || s.Bound == int(l.limit)
 	if s.Overload {
-		// The grants in flight together fail together: one cut for them.
-		if l.sinceCut >= int(l.limit) {
+		if current {
 			l.cutLocked()
 		}
 		return
 	}
-	k := l.kinds[s.Kind]
+	k := l.bases[s.Kind]
 	if k == nil {
-		k = &kindWindow{}
-		l.kinds[s.Kind] = k
+		k = &kindBase{}
+		l.bases[s.Kind] = k
 	}
-	k.sum += s.Latency
-	k.n++
-	if k.n < aimdWindow {
+	k.learn(s, l.cfg.Initial)
+	if k.mean <= 0 || !current {
+		return // an instant call is never congested
+	}
+	l.sum += float64(s.Latency) / float64(k.mean)
+	l.n++
+	window := aimdWindow
+	if !l.cut {
+		// Slow start decides once a round trip, after a bound's worth
+		// of samples, as TCP does: a burst's first grants find the
+		// runtime idle, and a full window at a small bound keeps it so.
+		window = min(aimdWindow, max(2, int(l.limit)))
+	}
+	if l.n < window {
 		return
 	}
-	mean := k.sum / time.Duration(k.n)
-	k.sum, k.n = 0, 0
-	if k.base == 0 || mean < k.base {
-		k.base = mean
-	} else {
-		k.base += k.base / 100
-	}
-	if float64(mean) > l.cfg.Tolerance*float64(k.base) {
-		// Every kind's window that overlapped the slowdown reports it,
-		// and the grants that caused it finish after the cut: one cut
-		// per bound's worth of samples.
-		if l.sinceCut >= int(l.limit) {
-			l.cutLocked()
-		}
+	mean := l.sum / float64(l.n)
+	if mean > l.cfg.Tolerance {
+		l.cutLocked()
 		return
 	}
-	if l.cut {
-		l.limit = min(float64(l.cfg.Max), l.limit+1)
-	} else { // slow start: double until the first sign of congestion
-		l.limit = min(float64(l.cfg.Max), l.limit*2)
+	next := l.limit + 1
+	if !l.cut {
+		next = l.limit * 2
 	}
+	l.setLocked(next)
+}
+
+// setLocked moves the bound and starts a new window for it.
+func (l *AIMD) setLocked(limit float64) {
+	l.limit = min(float64(l.cfg.Max), max(float64(l.cfg.Min), limit))
+	l.sum, l.n = 0, 0
 }
 
 func (l *AIMD) cutLocked() {
-	l.limit = max(float64(l.cfg.Min), l.limit*l.cfg.Backoff)
-	l.sinceCut, l.cut = 0, true
+	l.cut = true
+	l.setLocked(l.limit * l.cfg.Backoff)
 }

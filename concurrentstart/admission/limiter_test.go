@@ -2,6 +2,8 @@ package admission_test
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -21,25 +23,37 @@ func newAIMD(t *testing.T, cfg admission.AIMDConfig) *admission.AIMD {
 	return l
 }
 
+// observe feeds n samples of latency d, each granted under the bound the
+// limiter has when it is fed, with that many grants in flight.
 func observe(l *admission.AIMD, n int, d time.Duration) {
 	for range n {
-		l.Observe(admission.Sample{Latency: d})
+		b := l.Limit()
+		l.Observe(admission.Sample{Latency: d, InFlight: b, Bound: b})
 	}
 }
 
-// Fast windows double the bound until the first congestion (slow start),
-// then raise it by one each, up to Max.
+// Slow start doubles the bound once a round trip (a bound's worth of fast
+// samples); after the first congestion, each fast window of eight raises
+// it by one, up to Max.
 func TestAIMDGrowsWhileFast(t *testing.T) {
 	l := newAIMD(t, admission.AIMDConfig{Initial: 2, Max: 40})
-	observe(l, 16, 10*time.Millisecond)
+	observe(l, 2, 10*time.Millisecond)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("after one round trip from 2: bound %d, want 4", got)
+	}
+	observe(l, 4, 10*time.Millisecond)
 	if got := l.Limit(); got != 8 {
-		t.Fatalf("after two fast windows from 2: bound %d, want 8 (doubling)", got)
+		t.Fatalf("after a second round trip: bound %d, want 8", got)
 	}
 	observe(l, 8, 50*time.Millisecond) // congestion: cut, slow start over
 	if got := l.Limit(); got != 6 {
 		t.Fatalf("after a slow window: bound %d, want 6", got)
 	}
-	observe(l, 8, 10*time.Millisecond)
+	observe(l, 7, 10*time.Millisecond)
+	if got := l.Limit(); got != 6 {
+		t.Fatalf("past slow start, a bound moved before a full window: %d, want 6", got)
+	}
+	observe(l, 1, 10*time.Millisecond)
 	if got := l.Limit(); got != 7 {
 		t.Fatalf("after a fast window past slow start: bound %d, want 7", got)
 	}
@@ -50,8 +64,8 @@ func TestAIMDGrowsWhileFast(t *testing.T) {
 }
 
 // A window whose mean is beyond Tolerance x the uncongested mean cuts the
-// bound by Backoff, once per bound's worth of samples; one slow call in a
-// window does not. Overload errors cut too; never below Min.
+// bound by Backoff; one slow call in a window does not. Overload errors
+// cut too; never below Min.
 func TestAIMDCutsOnCongestion(t *testing.T) {
 	l := newAIMD(t, admission.AIMDConfig{Initial: 8, Min: 2, Max: 8, Backoff: 0.5})
 	observe(l, 8, 10*time.Millisecond)
@@ -60,7 +74,7 @@ func TestAIMDCutsOnCongestion(t *testing.T) {
 		if i == 3 {
 			d = 40 * time.Millisecond
 		}
-		l.Observe(admission.Sample{Latency: d})
+		l.Observe(admission.Sample{Latency: d, InFlight: 8, Bound: 8})
 	}
 	if got := l.Limit(); got != 8 {
 		t.Fatalf("a single slow call cut the bound: %d, want 8", got)
@@ -74,10 +88,93 @@ func TestAIMDCutsOnCongestion(t *testing.T) {
 		t.Fatalf("after a second slow window: %d, want 2", got)
 	}
 	for range 20 {
-		l.Observe(admission.Sample{Latency: time.Millisecond, Overload: true})
+		l.Observe(admission.Sample{Latency: time.Millisecond, Overload: true, Bound: l.Limit()})
 	}
 	if got := l.Limit(); got != 2 {
 		t.Fatalf("after overloads: bound %d, want Min 2", got)
+	}
+}
+
+// A sample speaks for the bound it was granted under. After a cut, the
+// slow grants made under the old bound finish too, and do not cut again;
+// after a raise, fast grants made under the old bound do not raise again.
+func TestAIMDJudgesOnlyTheCurrentBound(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 8, Backoff: 0.5})
+	observe(l, 8, 10*time.Millisecond) // slow start: 8 -> 16
+	observe(l, 8, 40*time.Millisecond) // a congested window at 16: cut to 8
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("after congestion at 16: bound %d, want 8", got)
+	}
+	for range 32 { // the rest of the grants made at 16, as slow
+		l.Observe(admission.Sample{Latency: 40 * time.Millisecond, InFlight: 16, Bound: 16})
+	}
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("stale samples of bound 16 cut again: bound %d, want 8", got)
+	}
+	observe(l, 8, 10*time.Millisecond) // fast at 8: raise to 9
+	for range 32 {
+		l.Observe(admission.Sample{Latency: 10 * time.Millisecond, InFlight: 8, Bound: 8})
+	}
+	if got := l.Limit(); got != 9 {
+		t.Fatalf("stale samples of bound 8 raised again: bound %d, want 9", got)
+	}
+}
+
+// The uncongested latency is the mean of the low-load samples, not their
+// minimum: latencies as noisy as real RPCs' (log-normal, p99 about 3x
+// the median) at an unchanging load are not congestion, and the bound
+// grows. A window compared with the lowest mean seen would find most
+// ordinary windows congested.
+func TestAIMDNoisyLatencyIsNotCongestion(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, Max: 64})
+	rng := rand.New(rand.NewPCG(7, 7))
+	sample := func(median float64) time.Duration {
+		return time.Duration(median * math.Exp(0.5*rng.NormFloat64()) * float64(time.Millisecond))
+	}
+	for range 2000 {
+		b := l.Limit()
+		l.Observe(admission.Sample{Kind: "RunPodSandbox", Latency: sample(120), InFlight: min(b, 4), Bound: b})
+		l.Observe(admission.Sample{Kind: "StartContainer", Latency: sample(60), InFlight: min(b, 4), Bound: b})
+	}
+	if got := l.Limit(); got < 32 {
+		t.Fatalf("bound %d after 4000 samples of one unchanging load, want it grown to 32 or more", got)
+	}
+}
+
+// Latency that grows with load is congestion even when no low-load
+// sample is slow: the uncongested latency is learnt at low load only.
+func TestAIMDLearnsBaseAtLowLoad(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, Backoff: 0.5})
+	observe(l, 4, 10*time.Millisecond) // at 4 in flight: 10 ms; 4 -> 8
+	observe(l, 8, 10*time.Millisecond) // 8 -> 16
+	for range 16 {
+		l.Observe(admission.Sample{Latency: 30 * time.Millisecond, InFlight: 16, Bound: 16})
+	}
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("3x slower at 16 in flight: bound %d, want cut to 8", got)
+	}
+}
+
+// A runtime that became slower for good, seen at low load, becomes the
+// new uncongested latency: the bound is cut while the change is news, and
+// grows again once the low-load mean has moved to it.
+func TestAIMDFollowsASlowerRuntime(t *testing.T) {
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, Backoff: 0.5})
+	feed := func(n int, d time.Duration) {
+		for range n {
+			l.Observe(admission.Sample{Latency: d, InFlight: 1, Bound: l.Limit()})
+		}
+	}
+	feed(32, 10*time.Millisecond)
+	high := l.Limit()
+	feed(32, 30*time.Millisecond)
+	low := l.Limit()
+	if low >= high {
+		t.Fatalf("3x slower: bound %d, want it cut below %d", low, high)
+	}
+	feed(400, 30*time.Millisecond)
+	if got := l.Limit(); got <= low+8 {
+		t.Fatalf("a runtime slower for good still looks congested: bound %d, want well above %d", got, low)
 	}
 }
 
@@ -116,5 +213,49 @@ func TestAIMDComparesKindsApart(t *testing.T) {
 	}
 	if got := l.Limit(); got <= 4 {
 		t.Fatalf("bound %d after uncongested mixed samples, want it grown above 4", got)
+	}
+}
+
+// recordingLimiter is a constant bound that keeps every sample.
+type recordingLimiter struct {
+	bound   int
+	samples []admission.Sample
+}
+
+func (r *recordingLimiter) Limit() int                 { return r.bound }
+func (r *recordingLimiter) Observe(s admission.Sample) { r.samples = append(r.samples, s) }
+
+var _ admission.Limiter = (*recordingLimiter)(nil)
+
+// Each sample carries what the grant was made under: its kind, the
+// grants in flight with it, and the bound.
+func TestControllerSamplesCarryTheirBound(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	rec := &recordingLimiter{bound: 2}
+	c := newController(t, admission.WithLimiter(rec), admission.WithClock(clk))
+	ctx := context.Background()
+	g1, err := c.Acquire(ctx, admission.Request{Pod: "a", Kind: "RunPodSandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := c.Acquire(ctx, admission.Request{Pod: "b", Kind: "StartContainer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(30 * time.Millisecond)
+	g2.Release(nil)
+	clk.Step(20 * time.Millisecond)
+	g1.Release(nil)
+	want := []admission.Sample{
+		{Kind: "StartContainer", Latency: 30 * time.Millisecond, InFlight: 2, Bound: 2},
+		{Kind: "RunPodSandbox", Latency: 50 * time.Millisecond, InFlight: 1, Bound: 2},
+	}
+	if len(rec.samples) != len(want) {
+		t.Fatalf("samples %+v, want %+v", rec.samples, want)
+	}
+	for i := range want {
+		if rec.samples[i] != want[i] {
+			t.Errorf("sample %d: %+v, want %+v", i, rec.samples[i], want[i])
+		}
 	}
 }

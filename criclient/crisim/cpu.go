@@ -9,13 +9,16 @@ import (
 
 // DefaultCPUWork is the CPU time WithCPU charges per call when its work map
 // leaves a method out: what runc and the shim spend on a start, about, on a
-// small node. Methods not listed here cost no CPU.
+// small node. A List costs a little too, so a relist slows down with the
+// starts it shares the cores with. Methods not listed here cost no CPU.
 var DefaultCPUWork = map[string]time.Duration{
 	"RunPodSandbox":   60 * time.Millisecond,
 	"CreateContainer": 20 * time.Millisecond,
 	"StartContainer":  80 * time.Millisecond,
 	"StopContainer":   10 * time.Millisecond,
 	"StopPodSandbox":  10 * time.Millisecond,
+	"ListPodSandbox":  1 * time.Millisecond,
+	"ListContainers":  2 * time.Millisecond,
 }
 
 // cpuModel shares a fixed number of cores between the calls doing CPU

@@ -47,6 +47,36 @@ func TestCPUSharesCores(t *testing.T) {
 	}
 }
 
+// With the store lock, a List waits for the metadata writes in flight, not
+// for the CPU work of a start: runc's work after the write does not hold
+// containerd's store. On a fake clock that is not stepped the start stays
+// in its CPU work while the List returns.
+func TestStoreLockNotHeldForCPUWork(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	n := startNode(t, crisim.WithClock(clk), crisim.WithImage("app:1", 1<<20), crisim.WithStoreLock(),
+		crisim.WithCPU(2, map[string]time.Duration{"StartContainer": 100 * time.Millisecond}))
+	sb := n.runSandbox(t, "p")
+	id := n.createContainer(t, sb, "a", "app:1", nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+		done <- err
+	}()
+	waitFor(t, "the start working", func() bool { return n.rt.CPUBusy() == 1 })
+	if _, err := n.rs.ListContainers(ctxT(t), &runtimeapi.ListContainersRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the start ended before its CPU work: %v", err)
+	default:
+	}
+	clk.Step(100 * time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Without WithCPU a start costs no CPU time: on a fake clock that is never
 // stepped it still returns (with a CPU model it would wait for the clock).
 func TestNoCPUModelByDefault(t *testing.T) {

@@ -118,7 +118,8 @@ func WithMaxConcurrency(n int) Option {
 
 // WithStoreLock turns on the store-lock model: sandbox and container
 // mutations (Run/Stop/RemovePodSandbox, Create/Start/Stop/RemoveContainer)
-// hold the metadata store for their whole latency, and ListPodSandbox and
+// hold the metadata store for their whole latency (not for the CPU work
+// WithCPU adds after it, which is runc's), and ListPodSandbox and
 // ListContainers need it free of mutations. Mutations share the store with
 // each other, and so do Lists; the lock is phase-fair: a List waits for the
 // mutations in flight when it arrived (mutations arriving after it wait for

@@ -215,6 +215,13 @@ func (r *Runtime) admit(ctx context.Context, method string, kind callKind) (*adm
 	if err := r.sleep(ctx, method, r.latency(method)); err != nil {
 		return fail(err)
 	}
+	// The metadata write is done: runc's CPU work that follows does not
+	// hold containerd's store, so a List waits for writes, not for
+	// process starts (it competes with them for the cores instead).
+	if a.lock && r.cfg.cpu != nil && r.cfg.cpu.work[method] > 0 && kind == kindMutation {
+		r.store.release()
+		a.lock = false
+	}
 	if err := r.cpuWork(ctx, method); err != nil {
 		return fail(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/internal/kubelethost"
@@ -182,6 +183,39 @@ func TestCPUBurstSmall(t *testing.T) {
 	}
 }
 
+// On the simulated 2-core node the start admission brings pods up in the
+// order they arrived: every pod of the first quarter is up before any pod
+// of the last quarter. With every pod started at once the cores are
+// shared by all and the order is the runtime's; the admission's FIFO and
+// its bound, which the CPU model's latency keeps small, are what order it.
+func TestCPUBurstAdmissionKeepsArrivalOrder(t *testing.T) {
+	const n = 24
+	rc := runConfig{scale: 0.2, timeout: time.Minute, log: zap.NewNop()}
+	results, err := runCPUBurst(context.Background(), rc, []string{"syncpod"}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if r.TimedOut || len(r.Order) != n {
+		t.Fatalf("%+v, want %d pods up", r, n)
+	}
+	pos := map[string]int{}
+	for i, name := range r.Order {
+		pos[name] = i
+	}
+	lastEarly, firstLate := -1, n
+	for i := range n / 4 {
+		lastEarly = max(lastEarly, pos[fmt.Sprintf("cpu-%02d", i)])
+		firstLate = min(firstLate, pos[fmt.Sprintf("cpu-%02d", n-1-i)])
+	}
+	if lastEarly > firstLate {
+		t.Fatalf("pods came up in order %v: one of the last quarter to arrive (at %d) before one of the first (at %d)", r.Order, firstLate, lastEarly)
+	}
+	if r.AdmissionBound < 2 {
+		t.Errorf("admission bound %d at the end: the limiter took the CPU model's ordinary latency for overload", r.AdmissionBound)
+	}
+}
+
 // cpu-burst on real containerd 2.4.2: 50 pods x 3 containers, image
 // present, every mode in one run, the real kubelet's static pods first. Run with
 // -run '^$' -bench RealNodeCPUBurst -benchtime 1x.
@@ -193,8 +227,8 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 		b.Fatal(err)
 	}
 	real := &realImages{images: []string{img}, initCmd: []string{"/workload"}, initArgs: []string{"sleep", "100ms", "exit", "0"}}
-	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: zap.NewNop(), real: real,
-		external: kubeletExternal(b, n)}
+	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real,
+		external: kubeletExternal(b, n), traceAdmission: os.Getenv("SYNCPOD_BENCH_LOG") != ""}
 	modes := append([]string{"kubelet"}, cpuBurstModes...)
 	if only := os.Getenv("SYNCPOD_CPUBURST_MODES"); only != "" {
 		modes = strings.Split(only, ",") // e.g. all-at-once,syncpod
@@ -212,4 +246,24 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 		printCPUTable(&table, results, "runtime "+n.Endpoint+" (containerd 2.4.2, 2 cores)")
 		fmt.Fprint(os.Stdout, "\n"+table.String())
 	}
+}
+
+// benchLogger is silent unless SYNCPOD_BENCH_LOG names a zap level; then
+// the start admission's bound is also logged every 100 ms.
+func benchLogger(tb testing.TB) *zap.Logger {
+	lvl := os.Getenv("SYNCPOD_BENCH_LOG")
+	if lvl == "" {
+		return zap.NewNop()
+	}
+	zc := zap.NewDevelopmentConfig()
+	l, err := zapcore.ParseLevel(lvl)
+	if err != nil {
+		tb.Fatalf("SYNCPOD_BENCH_LOG: %v", err)
+	}
+	zc.Level = zap.NewAtomicLevelAt(l)
+	log, err := zc.Build()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return log
 }

@@ -25,6 +25,7 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	names := fs.String("scenarios", strings.Join(scenarioOrder, ","), "scenarios to run: "+strings.Join(scenarioOrder, ", ")+", cpu-burst (not in the default set)")
 	modes := fs.String("modes", "baseline,syncpod", "modes to run, in order")
+	cpuModes := fs.String("cpu-burst-modes", strings.Join(cpuBurstModes, ","), "cpu-burst modes to run, in order")
 	scale := fs.Float64("scale", 0.5, "multiply every simulated latency, bandwidth time and kubelet period by this")
 	endpoint := fs.String("runtime-endpoint", "", "run against a real CRI runtime instead of the simulated one")
 	images := fs.String("images", "", "with --runtime-endpoint: comma-separated pullable images standing in for the scenario's")
@@ -49,7 +50,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	rc := runConfig{endpoint: *endpoint, scale: *scale, timeout: *timeout, log: log}
+	rc := runConfig{endpoint: *endpoint, scale: *scale, timeout: *timeout, log: log, traceAdmission: lvl <= zapcore.InfoLevel}
 	if *endpoint != "" {
 		imgs := splitList(*images)
 		if len(imgs) == 0 {
@@ -62,8 +63,8 @@ func main() {
 	var cpuResults []CPUResult
 	for _, name := range splitList(*names) {
 		if name == "cpu-burst" {
-			fmt.Fprintf(os.Stderr, "running cpu-burst (%d pods x 3 containers on 2 busy cores) in modes %v...\n", cpuBurstPods, cpuBurstModes)
-			r, err := runCPUBurst(ctx, rc, cpuBurstModes, cpuBurstPods)
+			fmt.Fprintf(os.Stderr, "running cpu-burst (%d pods x 3 containers on 2 busy cores) in modes %v...\n", cpuBurstPods, splitList(*cpuModes))
+			r, err := runCPUBurst(ctx, rc, splitList(*cpuModes), cpuBurstPods)
 			if err != nil {
 				fatal(err)
 			}

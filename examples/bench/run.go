@@ -57,6 +57,9 @@ type runConfig struct {
 	timeout  time.Duration
 	log      *zap.Logger
 	real     *realImages
+	// traceAdmission logs the start admission's bound, grants held and
+	// requests queued every 100 ms of a cpu-burst run, at info level.
+	traceAdmission bool
 	// applied, when set, hears each pod's namespace/name as it is handed
 	// to the agent, for measurements made from outside it.
 	applied func(key string, at time.Time)

@@ -183,7 +183,9 @@ func WithPodDir(dir string) Option { return func(c *config) { c.podDir = dir } }
 // instead of all at the end. By default a syncpod-mode agent makes its own
 // (admission.New with its defaults) and closes it on Stop; nil turns
 // admission off (every pod's work goes to the runtime at once). The
-// baseline mode never uses it.
+// baseline mode never uses it. A pod's place in line is when the agent
+// accepted it, on the agent's clock: ctl should read the same clock
+// (admission.WithClock; both default to the real one).
 func WithStartAdmission(ctl *admission.Controller) Option {
 	return func(c *config) { c.admission, c.admissionSet = ctl, true }
 }

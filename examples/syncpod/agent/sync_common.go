@@ -200,7 +200,16 @@ func (a *Agent) admitted(ctx context.Context, pod *corev1.Pod, kind string, call
 	if a.admission == nil {
 		return call()
 	}
-	g, err := a.admission.Acquire(ctx, admission.Request{Pod: string(pod.UID), Priority: int(ptr.Deref(pod.Spec.Priority, 0)), Kind: kind})
+	// A pod starting for the first time keeps its place from when the
+	// agent accepted it: its worker may reach the admission after the
+	// workers of pods accepted later. A restart queues from now.
+	var arrived time.Time
+	a.pods.with(pod.UID, func(rec *podRecord) {
+		if rec.startup == 0 {
+			arrived = rec.created
+		}
+	})
+	g, err := a.admission.Acquire(ctx, admission.Request{Pod: string(pod.UID), Priority: int(ptr.Deref(pod.Spec.Priority, 0)), Kind: kind, Arrived: arrived})
 	if err != nil {
 		return fmt.Errorf("start admission: %w", err)
 	}
