@@ -27,9 +27,9 @@
 // Order: a request is served before another when its pod's effective
 // priority is higher, then when its pod arrived first (at Request.Arrived
 // when the worker gives it, else with its first Acquire), then when it was
-// asked first. The effective priority
-// is the priority given to Acquire plus one for every WithAging interval
-// the request has waited, so a low-priority pod is never starved.
+// asked first. The effective priority is the priority given to Acquire
+// plus one for every WithAging interval the request has waited, so a
+// low-priority pod is never starved.
 //
 // Bound: a Limiter decides how many grants may be held at once. The
 // default, AIMD, learns each Kind's uncongested latency, the mean latency
