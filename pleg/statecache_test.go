@@ -22,7 +22,10 @@ func TestRequestRelistAnswersGetNewerThan(t *testing.T) {
 		Id: "s1", State: ready, Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "ns", Uid: "a"}}}})
 	cache := statecache.New[types.UID, *PodStatus]()
 	clk := testclock.NewFakeClock(t0)
-	p, err := New(rt, cache, WithClock(clk), WithEventStream(false))
+	// The period is far longer than the clock's steps below: a periodic
+	// relist woken by a step could otherwise run after the worker's action
+	// and answer the first GetNewerThan legitimately.
+	p, err := New(rt, cache, WithClock(clk), WithEventStream(false), WithRelistPeriod(time.Hour), WithThreshold(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
