@@ -36,10 +36,10 @@
 // of its grants made at low load (at most the first bound in flight), and
 // judges windows of eight grants of any kinds by their latencies divided
 // by their kinds' uncongested ones (single RPC latencies are heavy-tailed;
-// a window's mean moves with the load). A window within Tolerance (1.5)
-// raises the bound, doubling once a round trip until the first congestion
-// and then by one, as TCP's slow start and congestion avoidance do; one
-// beyond it, or an overload error (deadline exceeded, resource exhausted,
+// a window's mean moves with the load). The bound starts at Initial (6);
+// a window within Tolerance (1.5) raises it, doubling once a round trip
+// until the first congestion and then by one, as TCP's slow start and
+// congestion avoidance do; one beyond it, or an overload error (deadline exceeded, resource exhausted,
 // unavailable), cuts it by Backoff (0.75). A grant speaks only for the
 // bound it was made under (Sample.Bound), so a change is judged by the
 // grants made after it, not by those it answered. The bound settles where

@@ -37,7 +37,7 @@ func (Fixed) Observe(Sample) {}
 // AIMDConfig is the setting of an AIMD limiter. Zero fields take the
 // defaults named beside them.
 type AIMDConfig struct {
-	Initial   int     // the first bound (default 4)
+	Initial   int     // the first bound (default 6)
 	Min       int     // never below (default 1)
 	Max       int     // never above (default 64)
 	Backoff   float64 // multiplier on congestion, in (0, 1) (default 0.75)
@@ -56,6 +56,13 @@ type AIMD struct {
 	n     int     // and counted
 	cut   bool    // a cut happened: slow start is over
 }
+
+// defaultInitial is the first bound when none is set. A burst's first
+// grants find the runtime idle, and a call is not all CPU work: at 4 on
+// two cores the slow start left core time unused before its first
+// doubling, at 8 the first bound already crowded an independent List on
+// a real node. See BENCHMARKS.md.
+const defaultInitial = 6
 
 // aimdWindow is how many samples are averaged before a decision: single
 // RPC latencies are heavy-tailed (a p99 four times the median is usual),
@@ -119,7 +126,7 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 		cfg.Max = 64
 	}
 	if cfg.Initial == 0 {
-		cfg.Initial = min(max(4, cfg.Min), cfg.Max)
+		cfg.Initial = min(max(defaultInitial, cfg.Min), cfg.Max)
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = 0.75

@@ -32,6 +32,23 @@ func observe(l *admission.AIMD, n int, d time.Duration) {
 	}
 }
 
+// The zero AIMDConfig starts at the documented first bound, clamped into
+// [Min, Max] when only those are set.
+func TestAIMDDefaultInitial(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  admission.AIMDConfig
+		want int
+	}{
+		{admission.AIMDConfig{}, 6},
+		{admission.AIMDConfig{Max: 3}, 3},
+		{admission.AIMDConfig{Min: 10}, 10},
+	} {
+		if got := newAIMD(t, tc.cfg).Limit(); got != tc.want {
+			t.Errorf("%+v: first bound %d, want %d", tc.cfg, got, tc.want)
+		}
+	}
+}
+
 // Slow start doubles the bound once a round trip (a bound's worth of fast
 // samples); after the first congestion, each fast window of eight raises
 // it by one, up to Max.

@@ -33,9 +33,10 @@ type cpuModel struct {
 	cores int
 	work  map[string]time.Duration
 
-	mu   sync.Mutex
-	jobs map[*cpuJob]struct{}
-	last time.Time // when remaining work was last brought up to date
+	mu    sync.Mutex
+	jobs  map[*cpuJob]struct{}
+	last  time.Time     // when remaining work was last brought up to date
+	spent time.Duration // core time spent by every call so far
 }
 
 type cpuJob struct {
@@ -85,6 +86,7 @@ func (m *cpuModel) advanceLocked(now time.Time) {
 		for j := range m.jobs {
 			j.remaining -= done
 		}
+		m.spent += el * time.Duration(min(len(m.jobs), m.cores))
 	}
 	m.last = now
 }
@@ -141,4 +143,18 @@ func (r *Runtime) CPUBusy() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.jobs)
+}
+
+// CPUTime returns the core time the calls have spent so far (0 without
+// WithCPU): the model's cores times the elapsed time, less the time cores
+// stood idle, so a harness can tell how well a load kept the cores busy.
+func (r *Runtime) CPUTime() time.Duration {
+	m := r.cfg.cpu
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advanceLocked(r.clock.Now())
+	return m.spent
 }

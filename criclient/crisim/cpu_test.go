@@ -36,6 +36,9 @@ func TestCPUSharesCores(t *testing.T) {
 		t.Fatalf("a start ended after 150 ms of a 200 ms shared run: %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
+	if got := n.rt.CPUTime(); got != 300*time.Millisecond {
+		t.Fatalf("CPUTime = %v after 150 ms of four starts on two cores, want 300ms", got)
+	}
 	clk.Step(50 * time.Millisecond)
 	for range ids {
 		if err := <-done; err != nil {
@@ -44,6 +47,10 @@ func TestCPUSharesCores(t *testing.T) {
 	}
 	if n.rt.CPUBusy() != 0 {
 		t.Fatalf("CPUBusy = %d after every start", n.rt.CPUBusy())
+	}
+	clk.Step(time.Second) // idle cores spend nothing
+	if got := n.rt.CPUTime(); got != 400*time.Millisecond {
+		t.Fatalf("CPUTime = %v after four starts of 100 ms work, want 400ms", got)
 	}
 }
 
@@ -87,8 +94,8 @@ func TestNoCPUModelByDefault(t *testing.T) {
 	if _, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
 	}
-	if n.rt.CPUBusy() != 0 {
-		t.Fatal("CPUBusy without a CPU model")
+	if n.rt.CPUBusy() != 0 || n.rt.CPUTime() != 0 {
+		t.Fatal("CPUBusy or CPUTime without a CPU model")
 	}
 }
 

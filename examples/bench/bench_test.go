@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/internal/kubelethost"
 	"github.com/syncpod/syncpod/internal/testnode"
@@ -180,6 +182,50 @@ func TestCPUBurstSmall(t *testing.T) {
 		if r.TimedOut || r.Started != 6 || r.Relists == 0 {
 			t.Errorf("%s: %+v, want 6 pods started and the independent client's lists measured", r.Mode, r)
 		}
+		// 6 pods of one sandbox and three starts do at least this much
+		// CPU work at scale 0.1; the cores' time is spent or idle.
+		work := 6 * scaleDur(crisim.DefaultCPUWork["RunPodSandbox"]+3*(crisim.DefaultCPUWork["CreateContainer"]+crisim.DefaultCPUWork["StartContainer"]), 0.1)
+		if r.CPUSpent < work*9/10 || r.CPUSpent > cpuBurstCores*r.Makespan {
+			t.Errorf("%s: %v of core time spent in a %v run, want about %v of work at most %d x the run", r.Mode, r.CPUSpent, r.Makespan, work, cpuBurstCores)
+		}
+	}
+}
+
+// idleCores reads the idle core time between two moments from the samples
+// nearest them.
+func TestIdleCores(t *testing.T) {
+	ms := time.Millisecond
+	samples := []cpuSample{{0, 0}, {10 * ms, 20 * ms}, {20 * ms, 25 * ms}, {30 * ms, 25 * ms}}
+	for _, tc := range []struct {
+		from, to, want time.Duration
+	}{
+		{0, 10 * ms, 0},             // both cores busy
+		{10 * ms, 20 * ms, 15 * ms}, // 5 ms spent of 20
+		{0, 30 * ms, 35 * ms},
+		{20 * ms, 90 * ms, 20 * ms}, // past the last sample: up to it
+	} {
+		if got := idleCores(samples, 2, tc.from, tc.to); got != tc.want {
+			t.Errorf("idleCores(%v, %v) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+}
+
+// The syncpod mode's admission setting names a Fixed bound or AIMD fields;
+// anything else is an error that says what it wants.
+func TestParseAdmission(t *testing.T) {
+	if l, err := parseAdmission(""); err != nil || l.Limit() != 6 {
+		t.Errorf(`parseAdmission("") = %v, %v; want the default AIMD`, l, err)
+	}
+	if l, err := parseAdmission("fixed=9"); err != nil || l != admission.Fixed(9) {
+		t.Errorf("fixed=9: %v, %v", l, err)
+	}
+	if l, err := parseAdmission("initial=3, tolerance=2"); err != nil || l.Limit() != 3 {
+		t.Errorf("initial=3, tolerance=2: %v, %v", l, err)
+	}
+	for _, bad := range []string{"fixed=0", "fixed=2.5", "initial", "initial=x", "speed=3", "tolerance=0.5"} {
+		if _, err := parseAdmission(bad); err == nil {
+			t.Errorf("parseAdmission(%q) accepted", bad)
+		}
 	}
 }
 
@@ -228,7 +274,8 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 	}
 	real := &realImages{images: []string{img}, initCmd: []string{"/workload"}, initArgs: []string{"sleep", "100ms", "exit", "0"}}
 	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real,
-		external: kubeletExternal(b, n), traceAdmission: os.Getenv("SYNCPOD_BENCH_LOG") != ""}
+		external: kubeletExternal(b, n), traceAdmission: os.Getenv("SYNCPOD_BENCH_LOG") != "",
+		admission: os.Getenv("SYNCPOD_CPUBURST_ADMISSION")}
 	modes := append([]string{"kubelet"}, cpuBurstModes...)
 	if only := os.Getenv("SYNCPOD_CPUBURST_MODES"); only != "" {
 		modes = strings.Split(only, ",") // e.g. all-at-once,syncpod

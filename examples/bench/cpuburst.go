@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -45,12 +46,20 @@ type CPUResult struct {
 	Makespan, P50, P99   time.Duration
 	RelistP50, RelistP99 time.Duration
 	Relists              int
-	AdmissionBound       int      // the start admission's bound when the run ended (syncpod mode)
-	Order                []string // pod names in the order they came up
-	TimedOut             bool
+	AdmissionBound       int // the start admission's bound when the run ended (syncpod mode)
+	// Idle core time of the simulated CPU (zero on a real node) in the
+	// first tenth of the makespan, the middle eight tenths and the last
+	// tenth: where a mode left the cores unused.
+	IdleStart, IdleBody, IdleTail time.Duration
+	CPUSpent                      time.Duration // core time the calls spent, up to the makespan
+	Order                         []string      // pod names in the order they came up
+	TimedOut                      bool
 }
 
 const cpuBurstPods = 50
+
+// cpuBurstCores is the simulated node's cores.
+const cpuBurstCores = 2
 
 func cpuBurstPodsFor(image string, n int) []*corev1.Pod {
 	var pods []*corev1.Pod
@@ -84,7 +93,7 @@ func cpuBurstRuntime(scale float64, image string) []crisim.Option {
 	for m, d := range crisim.DefaultCPUWork {
 		work[m] = scaleDur(d, scale)
 	}
-	return append(opts, crisim.WithImage(image, 10<<20), crisim.WithCPU(2, work))
+	return append(opts, crisim.WithImage(image, 10<<20), crisim.WithCPU(cpuBurstCores, work))
 }
 
 // runCPUBurst runs every mode on a fresh runtime each (the simulated one,
@@ -106,7 +115,11 @@ func runCPUBurst(ctx context.Context, rc runConfig, modes []string, n int) ([]CP
 		if rc.real != nil {
 			pods = rc.real.rewrite(pods)
 		}
-		r, err := runCPUBurstMode(ctx, rc, endpoint, mode, pods)
+		var cpu func() time.Duration
+		if srv != nil {
+			cpu = srv.Runtime().CPUTime
+		}
+		r, err := runCPUBurstMode(ctx, rc, endpoint, mode, pods, cpu)
 		if srv != nil {
 			_ = srv.Close()
 		}
@@ -118,7 +131,34 @@ func runCPUBurst(ctx context.Context, rc runConfig, modes []string, n int) ([]CP
 	return out, nil
 }
 
-func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, pods []*corev1.Pod) (CPUResult, error) {
+// cpuSample is the simulated CPU's core time spent by a moment of a run.
+type cpuSample struct {
+	at    time.Duration // since the run began
+	spent time.Duration
+}
+
+// idleCores is the core time the cores stood idle in [from, to), from the
+// samples nearest those moments.
+func idleCores(samples []cpuSample, cores int, from, to time.Duration) time.Duration {
+	a, b := nearest(samples, from), nearest(samples, to)
+	return max(0, time.Duration(cores)*(b.at-a.at)-(b.spent-a.spent))
+}
+
+// cpuSpent is the core time spent from the run's start to the sample
+// nearest at.
+func cpuSpent(samples []cpuSample, at time.Duration) time.Duration {
+	return nearest(samples, at).spent - samples[0].spent
+}
+
+// nearest is the first sample at or after at, or the last one.
+func nearest(samples []cpuSample, at time.Duration) cpuSample {
+	i := sort.Search(len(samples), func(i int) bool { return samples[i].at >= at })
+	return samples[min(i, len(samples)-1)]
+}
+
+// runCPUBurstMode runs one mode; cpu, when set, reads the simulated CPU's
+// core time spent so far, for the idle figures.
+func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, pods []*corev1.Pod, cpu func() time.Duration) (CPUResult, error) {
 	res := CPUResult{Mode: mode, Pods: len(pods)}
 	client, err := criclient.Dial(ctx, endpoint, criclient.WithLogger(rc.log))
 	if err != nil {
@@ -149,6 +189,24 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	probeStop := make(chan struct{})
 	var probeWG sync.WaitGroup
 	var relists []time.Duration
+	var cpuSamples []cpuSample
+	if cpu != nil {
+		probeWG.Add(1)
+		go func() {
+			defer probeWG.Done()
+			t0 := time.Now()
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				cpuSamples = append(cpuSamples, cpuSample{at: time.Since(t0), spent: cpu()})
+				select {
+				case <-probeStop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
 	probeWG.Add(1)
 	go func() {
 		defer probeWG.Done()
@@ -196,6 +254,13 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 		res.Makespan = startups[n-1]
 	}
 	res.P50, res.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+	if len(cpuSamples) > 0 && res.Makespan > 0 {
+		m := res.Makespan
+		res.IdleStart = idleCores(cpuSamples, cpuBurstCores, 0, m/10)
+		res.IdleBody = idleCores(cpuSamples, cpuBurstCores, m/10, m*9/10)
+		res.IdleTail = idleCores(cpuSamples, cpuBurstCores, m*9/10, m)
+		res.CPUSpent = cpuSpent(cpuSamples, m)
+	}
 	sort.Slice(relists, func(i, j int) bool { return relists[i] < relists[j] })
 	res.Relists = len(relists)
 	res.RelistP50, res.RelistP99 = agent.Percentile(relists, 50), agent.Percentile(relists, 99)
@@ -293,7 +358,11 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 		opts = append(opts, agent.WithStartAdmission(nil))
 	case "syncpod":
 		var err error
-		if ctl, err = admission.New(); err != nil {
+		lim, err := parseAdmission(rc.admission)
+		if err != nil {
+			return nil, nil, false, 0, err
+		}
+		if ctl, err = admission.New(admission.WithLimiter(lim)); err != nil {
 			return nil, nil, false, 0, err
 		}
 		defer ctl.Close()
@@ -370,7 +439,15 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 // syncpod") gives one side-by-side ratio per pair.
 func printCPUTable(w io.Writer, results []CPUResult, where string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "cpu-burst mode\tpods\tmakespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t")
+	idle := false
+	for _, r := range results {
+		idle = idle || r.IdleStart+r.IdleBody+r.IdleTail > 0
+	}
+	head := "cpu-burst mode\tpods\tmakespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t"
+	if idle {
+		head += "core-ms spent\tidle: first 10%\tmiddle\tlast 10%\t"
+	}
+	fmt.Fprintln(tw, head)
 	first := -1
 	for i, r := range results {
 		to := ""
@@ -380,8 +457,12 @@ func printCPUTable(w io.Writer, results []CPUResult, where string) {
 		if r.Mode == "all-at-once" && first < 0 && r.Makespan > 0 {
 			first = i
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t\n", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
 			ms(r.P50), ms(r.P99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionBound)
+		if idle {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", r.CPUSpent.Milliseconds(), r.IdleStart.Milliseconds(), r.IdleBody.Milliseconds(), r.IdleTail.Milliseconds())
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", where)
@@ -410,4 +491,43 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// parseAdmission turns the syncpod mode's admission setting into its
+// limiter: "" is the default AIMD, "fixed=N" a constant bound, and
+// comma-separated initial=, min=, max=, backoff= and tolerance= set the
+// AIMD's fields (e.g. "initial=4,tolerance=2"), so that a variant is
+// measured with the same command as the default.
+func parseAdmission(spec string) (admission.Limiter, error) {
+	var cfg admission.AIMDConfig
+	if spec == "" {
+		return admission.NewAIMD(cfg)
+	}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("admission setting %q: want key=number", kv)
+		}
+		switch k {
+		case "fixed":
+			if f < 1 || f != float64(int(f)) {
+				return nil, fmt.Errorf("admission setting %q: want a whole bound of at least 1", kv)
+			}
+			return admission.Fixed(int(f)), nil
+		case "initial":
+			cfg.Initial = int(f)
+		case "min":
+			cfg.Min = int(f)
+		case "max":
+			cfg.Max = int(f)
+		case "backoff":
+			cfg.Backoff = f
+		case "tolerance":
+			cfg.Tolerance = f
+		default:
+			return nil, fmt.Errorf("admission setting %q: unknown key %q (want fixed, initial, min, max, backoff or tolerance)", kv, k)
+		}
+	}
+	return admission.NewAIMD(cfg)
 }

@@ -60,6 +60,9 @@ type runConfig struct {
 	// traceAdmission logs the start admission's bound, grants held and
 	// requests queued every 100 ms of a cpu-burst run, at info level.
 	traceAdmission bool
+	// admission sets the syncpod mode's start admission (parseAdmission);
+	// empty is the default AIMD.
+	admission string
 	// applied, when set, hears each pod's namespace/name as it is handed
 	// to the agent, for measurements made from outside it.
 	applied func(key string, at time.Time)
