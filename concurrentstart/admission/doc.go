@@ -46,6 +46,13 @@
 // latency starts to grow, which is where the runtime is saturated but not
 // oversubscribed. Fixed is a constant bound.
 //
+// On a node whose runtime calls queue for the CPU, latency grows only
+// slowly with the grants in flight, and the bound drifts above what keeps
+// the cores busy: the extra grants only share the cores, delay every pod
+// started with them, and slow an independent relist. An AIMD given the
+// node's CPU time (AIMDConfig.CPU; NodeCPU reads /proc/stat) does not
+// raise the bound over a window in which the CPU was saturated.
+//
 // A Controller is safe for concurrent use; Close fails every queued and
 // later request with ErrClosed. Grants already held stay valid.
 package admission

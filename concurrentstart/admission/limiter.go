@@ -42,7 +42,25 @@ type AIMDConfig struct {
 	Max       int     // never above (default 64)
 	Backoff   float64 // multiplier on congestion, in (0, 1) (default 0.75)
 	Tolerance float64 // a window whose latencies average above Tolerance x their kinds' uncongested latency is congestion (default 1.5)
+
+	// CPU, when set, reads the node's CPU time (NodeCPU reads Linux's
+	// /proc/stat). A window within Tolerance over which the CPU was busy
+	// SaturatedAt of its time or more does not raise the bound, and ends
+	// slow start: the cores are used, and more grants would only share
+	// them. Without it latency alone decides, and on a
+	// runtime whose calls queue for the CPU latency grows slowly with the
+	// load, so the bound drifts above what keeps the cores busy.
+	CPU CPUReader
+	// SaturatedAt is the fraction of the CPU's time busy at which it
+	// counts as saturated, in (0, 1] (default 0.97). Used with CPU only.
+	SaturatedAt float64
 }
+
+// CPUReader returns the CPU time spent busy and the CPU time elapsed, both
+// summed over every core since some fixed moment (as /proc/stat counts
+// them); the Limiter divides their growth between two calls. It is called
+// under the Limiter's lock, once a window: it must be quick.
+type CPUReader func() (busy, total time.Duration, err error)
 
 // AIMD is an additive-increase, multiplicative-decrease bound driven by
 // latency: see the package doc. Create it with NewAIMD.
@@ -55,6 +73,9 @@ type AIMD struct {
 	sum   float64 // the current window's latency ratios, summed
 	n     int     // and counted
 	cut   bool    // a cut happened: slow start is over
+
+	cpuBusy, cpuTotal time.Duration // the CPU reading at the current window's start
+	cpuRead           bool          // and whether there is one
 }
 
 // defaultInitial is the first bound when none is set. A burst's first
@@ -134,13 +155,22 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Tolerance == 0 {
 		cfg.Tolerance = 1.5
 	}
+	if cfg.SaturatedAt < 0 || cfg.SaturatedAt > 1 {
+		return bad("SaturatedAt", fmt.Sprintf("%v is not in (0, 1]", cfg.SaturatedAt))
+	}
+	if cfg.SaturatedAt == 0 {
+		cfg.SaturatedAt = 0.97
+	}
+
 	if cfg.Min > cfg.Max {
 		return bad("Min", fmt.Sprintf("%d is above Max %d", cfg.Min, cfg.Max))
 	}
 	if cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return bad("Initial", fmt.Sprintf("%d is outside [Min %d, Max %d]", cfg.Initial, cfg.Min, cfg.Max))
 	}
-	return &AIMD{cfg: cfg, limit: float64(cfg.Initial), bases: map[string]*kindBase{}}, nil
+	l := &AIMD{cfg: cfg, limit: float64(cfg.Initial), bases: map[string]*kindBase{}}
+	l.markCPULocked()
+	return l, nil
 }
 
 // Limit returns the current bound.
@@ -194,6 +224,13 @@ func (l *AIMD) Observe(s Sample) {
 		l.cutLocked()
 		return
 	}
+	if l.saturatedLocked() {
+		// The cores are used: more grants would only share them, so the
+		// bound holds, and slow start is over.
+		l.cut = true
+		l.setLocked(l.limit)
+		return
+	}
 	next := l.limit + 1
 	if !l.cut {
 		next = l.limit * 2
@@ -205,6 +242,31 @@ func (l *AIMD) Observe(s Sample) {
 func (l *AIMD) setLocked(limit float64) {
 	l.limit = min(float64(l.cfg.Max), max(float64(l.cfg.Min), limit))
 	l.sum, l.n = 0, 0
+	l.markCPULocked()
+}
+
+// markCPULocked takes the CPU reading the next window is measured from.
+func (l *AIMD) markCPULocked() {
+	if l.cfg.CPU == nil {
+		return
+	}
+	busy, total, err := l.cfg.CPU()
+	l.cpuBusy, l.cpuTotal, l.cpuRead = busy, total, err == nil
+}
+
+// saturatedLocked reports whether the CPU was busy SaturatedAt of the time
+// since the current window began. No reading, or no time elapsed, is not
+// saturation: latency alone decides then.
+func (l *AIMD) saturatedLocked() bool {
+	if l.cfg.CPU == nil || !l.cpuRead {
+		return false
+	}
+	busy, total, err := l.cfg.CPU()
+	if err != nil {
+		return false
+	}
+	db, dt := busy-l.cpuBusy, total-l.cpuTotal
+	return dt > 0 && float64(db) >= l.cfg.SaturatedAt*float64(dt)
 }
 
 func (l *AIMD) cutLocked() {

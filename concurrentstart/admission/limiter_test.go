@@ -2,8 +2,10 @@ package admission_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -274,5 +276,97 @@ func TestControllerSamplesCarryTheirBound(t *testing.T) {
 		if rec.samples[i] != want[i] {
 			t.Errorf("sample %d: %+v, want %+v", i, rec.samples[i], want[i])
 		}
+	}
+}
+
+// fakeCPU is a node CPU whose busy share the test sets: each reading
+// advances time by one second at that share.
+type fakeCPU struct {
+	busy, total time.Duration
+	share       float64
+	err         error
+}
+
+func (c *fakeCPU) read() (time.Duration, time.Duration, error) {
+	if c.err != nil {
+		return 0, 0, c.err
+	}
+	c.total += 2 * time.Second // two cores
+	c.busy += time.Duration(c.share * float64(2*time.Second))
+	return c.busy, c.total, nil
+}
+
+// With a CPU reading, fast windows raise the bound only while the CPU has
+// idle time: a saturated CPU ends slow start and holds the bound, since
+// more grants would only share the cores; idle CPU raises it again.
+func TestAIMDHoldsWhileCPUSaturated(t *testing.T) {
+	cpu := &fakeCPU{share: 1}
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, CPU: cpu.read})
+	observe(l, 40, 10*time.Millisecond)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("fast windows on a saturated CPU: bound %d, want 4 held", got)
+	}
+	cpu.share = 0.5
+	observe(l, 8, 10*time.Millisecond)
+	if got := l.Limit(); got != 5 {
+		t.Fatalf("a fast window with idle CPU after slow start: bound %d, want 5", got)
+	}
+	cpu.share = 0.98 // above SaturatedAt's default 0.97
+	observe(l, 24, 10*time.Millisecond)
+	if got := l.Limit(); got != 5 {
+		t.Fatalf("fast windows at 98%% busy: bound %d, want 5 held", got)
+	}
+	observe(l, 8, 50*time.Millisecond) // congestion still cuts
+	if got := l.Limit(); got != 3 {
+		t.Fatalf("a slow window on a saturated CPU: bound %d, want 3", got)
+	}
+}
+
+// A CPU that cannot be read leaves the decision to latency alone, and so
+// does a SaturatedAt above the share the CPU is busy.
+func TestAIMDWithoutCPUReadingGrows(t *testing.T) {
+	broken := &fakeCPU{share: 1, err: errors.New("no /proc")}
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, CPU: broken.read})
+	observe(l, 4, 10*time.Millisecond)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("unreadable CPU: bound %d after a fast round trip, want 8", got)
+	}
+	busy := &fakeCPU{share: 0.9}
+	l = newAIMD(t, admission.AIMDConfig{Initial: 4, CPU: busy.read, SaturatedAt: 0.95})
+	observe(l, 4, 10*time.Millisecond)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("90%% busy with SaturatedAt 0.95: bound %d, want 8", got)
+	}
+}
+
+// NodeCPU reads this machine's CPU time: busy never above the total, and
+// both grow.
+func TestNodeCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		if _, err := admission.NodeCPU(); err == nil {
+			t.Fatal("NodeCPU without /proc/stat gave a reader")
+		}
+		return
+	}
+	read, err := admission.NodeCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, t1, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if _, t2, _ := read(); t2 > t1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b2, t2, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b1 > t1 || b2 > t2 || t2 <= t1 || b2 < b1 {
+		t.Fatalf("readings (%v, %v) then (%v, %v): want busy <= total, both growing", b1, t1, b2, t2)
 	}
 }

@@ -191,6 +191,21 @@ func TestCPUBurstSmall(t *testing.T) {
 	}
 }
 
+// A mode syncpod@SETTING runs the agent with its own admission.
+func TestCPUBurstModeOwnAdmission(t *testing.T) {
+	rc := runConfig{scale: 0.1, timeout: time.Minute, log: zap.NewNop(), admission: "fixed=7"}
+	results, err := runCPUBurst(context.Background(), rc, []string{"syncpod@fixed=3", "syncpod"}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0].AdmissionBound != 3 || results[1].AdmissionBound != 7 {
+		t.Fatalf("bounds %d and %d, want 3 (the mode's own) and 7 (the run's)", results[0].AdmissionBound, results[1].AdmissionBound)
+	}
+	if _, err := runCPUBurst(context.Background(), rc, []string{"syncpod@fixed=x"}, 1); err == nil {
+		t.Fatal("syncpod@fixed=x ran")
+	}
+}
+
 // idleCores reads the idle core time between two moments from the samples
 // nearest them.
 func TestIdleCores(t *testing.T) {
@@ -213,17 +228,20 @@ func TestIdleCores(t *testing.T) {
 // The syncpod mode's admission setting names a Fixed bound or AIMD fields;
 // anything else is an error that says what it wants.
 func TestParseAdmission(t *testing.T) {
-	if l, err := parseAdmission(""); err != nil || l.Limit() != 6 {
-		t.Errorf(`parseAdmission("") = %v, %v; want the default AIMD`, l, err)
+	if l, err := parseAdmission("", nil); err != nil || l.Limit() != 6 {
+		t.Errorf(`parseAdmission("", nil) = %v, %v; want the default AIMD`, l, err)
 	}
-	if l, err := parseAdmission("fixed=9"); err != nil || l != admission.Fixed(9) {
+	if l, err := parseAdmission("fixed=9", nil); err != nil || l != admission.Fixed(9) {
 		t.Errorf("fixed=9: %v, %v", l, err)
 	}
-	if l, err := parseAdmission("initial=3, tolerance=2"); err != nil || l.Limit() != 3 {
+	if l, err := parseAdmission("initial=3, tolerance=2", nil); err != nil || l.Limit() != 3 {
 		t.Errorf("initial=3, tolerance=2: %v, %v", l, err)
 	}
+	if l, err := parseAdmission("initial=5+max=9", nil); err != nil || l.Limit() != 5 {
+		t.Errorf("initial=5+max=9: %v, %v", l, err)
+	}
 	for _, bad := range []string{"fixed=0", "fixed=2.5", "initial", "initial=x", "speed=3", "tolerance=0.5"} {
-		if _, err := parseAdmission(bad); err == nil {
+		if _, err := parseAdmission(bad, nil); err == nil {
 			t.Errorf("parseAdmission(%q) accepted", bad)
 		}
 	}

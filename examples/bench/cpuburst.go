@@ -235,7 +235,11 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	case "serial", "all-at-once":
 		startups, res.Order, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:
-		startups, res.Order, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline)
+		nodeCPU := admission.NodeCPU
+		if cpu != nil {
+			nodeCPU = simulatedCPU(cpu)
+		}
+		startups, res.Order, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline, nodeCPU)
 	}
 	close(probeStop)
 	probeWG.Wait()
@@ -344,13 +348,29 @@ func runRaw(ctx context.Context, rt *criclient.Client, pods []*corev1.Pod, seria
 	return out, order, len(out) < len(pods)
 }
 
+// simulatedCPU reads the simulated node's CPU for the start admission, as
+// NodeCPU reads a real node's: spent is its core time spent so far.
+func simulatedCPU(spent func() time.Duration) func() (admission.CPUReader, error) {
+	return func() (admission.CPUReader, error) {
+		t0 := time.Now()
+		return func() (time.Duration, time.Duration, error) {
+			return spent(), cpuBurstCores * time.Since(t0), nil
+		}, nil
+	}
+}
+
 // runAgent runs the pods through the agent and returns each pod's startup
 // as the agent measures it (creation to all containers running, observed),
-// and the pods' names in the order they came up.
-func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod, mode string, rc runConfig, deadline time.Time) ([]time.Duration, []string, bool, int, error) {
+// and the pods' names in the order they came up; nodeCPU gives the syncpod
+// mode's admission the node's CPU time.
+func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod, mode string, rc runConfig, deadline time.Time, nodeCPU func() (admission.CPUReader, error)) ([]time.Duration, []string, bool, int, error) {
 	m := agent.ModeSyncPod
 	opts := []agent.Option{agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log)}
 	var ctl *admission.Controller
+	spec := rc.admission
+	if base, own, ok := strings.Cut(mode, "@"); ok && base == "syncpod" {
+		mode, spec = base, own // syncpod@fixed=6: this run's own admission
+	}
 	switch mode {
 	case "baseline":
 		m = agent.ModeBaseline
@@ -358,7 +378,11 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 		opts = append(opts, agent.WithStartAdmission(nil))
 	case "syncpod":
 		var err error
-		lim, err := parseAdmission(rc.admission)
+		cpu, err := nodeCPU()
+		if err != nil {
+			return nil, nil, false, 0, err
+		}
+		lim, err := parseAdmission(spec, cpu)
 		if err != nil {
 			return nil, nil, false, 0, err
 		}
@@ -495,15 +519,19 @@ func ratio(a, b time.Duration) float64 {
 
 // parseAdmission turns the syncpod mode's admission setting into its
 // limiter: "" is the default AIMD, "fixed=N" a constant bound, and
-// comma-separated initial=, min=, max=, backoff= and tolerance= set the
-// AIMD's fields (e.g. "initial=4,tolerance=2"), so that a variant is
-// measured with the same command as the default.
-func parseAdmission(spec string) (admission.Limiter, error) {
-	var cfg admission.AIMDConfig
+// initial=, min=, max=, backoff=, tolerance= and saturated= (cpu=0: no
+// CPU reading, latency alone), separated by commas or
+// pluses, set the AIMD's fields (e.g. "initial=4,tolerance=2"), so that a
+// variant is measured with the same command as the default. A mode
+// "syncpod@SETTING" (e.g. "syncpod@fixed=6+initial=4" in a mode list)
+// runs with its own setting, so that variants are measured side by side
+// in one run.
+func parseAdmission(spec string, cpu admission.CPUReader) (admission.Limiter, error) {
+	cfg := admission.AIMDConfig{CPU: cpu}
 	if spec == "" {
 		return admission.NewAIMD(cfg)
 	}
-	for _, kv := range strings.Split(spec, ",") {
+	for _, kv := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '+' }) {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		f, err := strconv.ParseFloat(v, 64)
 		if !ok || err != nil {
@@ -525,8 +553,14 @@ func parseAdmission(spec string) (admission.Limiter, error) {
 			cfg.Backoff = f
 		case "tolerance":
 			cfg.Tolerance = f
+		case "saturated":
+			cfg.SaturatedAt = f
+		case "cpu":
+			if f == 0 {
+				cfg.CPU = nil // latency alone
+			}
 		default:
-			return nil, fmt.Errorf("admission setting %q: unknown key %q (want fixed, initial, min, max, backoff or tolerance)", kv, k)
+			return nil, fmt.Errorf("admission setting %q: unknown key %q (want fixed, initial, min, max, backoff, tolerance, saturated or cpu)", kv, k)
 		}
 	}
 	return admission.NewAIMD(cfg)
