@@ -188,6 +188,8 @@ func (l *AIMD) Limit() int {
 // shared by all kinds; a full window whose mean ratio is above Tolerance
 // cuts the bound, and one that is not raises it: doubling until the first
 // cut (slow start), then by one, as TCP grows its window per round trip.
+// With a CPU reading, a window over which the CPU was saturated holds the
+// bound instead of raising it, and ends slow start.
 func (l *AIMD) Observe(s Sample) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -47,6 +47,18 @@
 // The chart (--svg, default node-cdf.svg) has one panel per scenario with
 // the startup-latency CDF of each mode and the p99 bound, in plain SVG.
 //
+// cpu-burst (not in the default set: --scenarios cpu-burst) is 50 pods x 3
+// containers on a node whose starts are CPU-bound (crisim's CPU model, 2
+// cores), run as serial, all-at-once, baseline, unbounded (syncpod mode
+// without start admission) and syncpod (with it), or as --cpu-burst-modes
+// lists them; a mode may repeat, and each is compared with the
+// all-at-once run before it. --cpu-burst-admission sets the syncpod mode's
+// admission (fixed=N, or AIMD fields: initial=, min=, max=, backoff=,
+// tolerance=, saturated=, cpu=0 for latency alone), and a mode
+// syncpod@SETTING ("syncpod@fixed=6") runs a variant beside the default.
+// On crisim the table also gives the core time spent, and the core time
+// left idle in the first tenth of the run, its middle and its last tenth.
+//
 // With --runtime-endpoint the same scenarios run against a real CRI
 // runtime, with --images standing in for the simulated images (round robin)
 // and --init-command/--app-command as the containers' commands; there is no

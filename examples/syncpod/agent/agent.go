@@ -188,7 +188,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.images = images
 		a.admission = cfg.admission
 		if !cfg.admissionSet {
-			ctl, err := admission.New(admission.WithClock(a.clock))
+			ctl, err := newStartAdmission(a.clock, a.log)
 			if err != nil {
 				a.images.close()
 				return nil, fmt.Errorf("agent: New: %w", err)

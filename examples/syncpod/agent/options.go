@@ -181,7 +181,9 @@ func WithPodDir(dir string) Option { return func(c *config) { c.podDir = dir } }
 // so pods get runtime work in arrival order under a bound that adapts to
 // the runtime's latency, and finish progressively in a CPU-bound burst
 // instead of all at the end. By default a syncpod-mode agent makes its own
-// (admission.New with its defaults) and closes it on Stop; nil turns
+// (an AIMD with its defaults that also reads the node's CPU time, where
+// admission.NodeCPU can, so that the bound stops growing once the cores
+// are busy) and closes it on Stop; nil turns
 // admission off (every pod's work goes to the runtime at once). The
 // baseline mode never uses it. A pod's place in line is when the agent
 // accepted it, on the agent's clock: ctl should read the same clock
