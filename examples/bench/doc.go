@@ -49,7 +49,8 @@
 //
 // cpu-burst (not in the default set: --scenarios cpu-burst) is 50 pods x 3
 // containers on a node whose starts are CPU-bound (crisim's CPU model, 2
-// cores), run as serial, all-at-once, baseline, unbounded (syncpod mode
+// cores, with neither the store lock nor the cap on calls at once: the
+// cores are what calls wait for), run as serial, all-at-once, baseline, unbounded (syncpod mode
 // without start admission) and syncpod (with it), or as --cpu-burst-modes
 // lists them; a mode may repeat, and each is compared with the
 // all-at-once run before it. --cpu-burst-admission sets the syncpod mode's
