@@ -35,3 +35,24 @@ func Example() {
 	// pod-b sandbox
 	// 0 pods in line
 }
+
+// A node agent gives the AIMD the node's CPU time, so that its bound stops
+// growing once the cores are busy; where /proc/stat cannot be read,
+// latency alone sets it.
+func ExampleNodeCPU() {
+	cfg := admission.AIMDConfig{}
+	if cpu, err := admission.NodeCPU(); err == nil {
+		cfg.CPU = cpu
+	}
+	l, err := admission.NewAIMD(cfg)
+	if err != nil {
+		panic(err)
+	}
+	ctl, err := admission.New(admission.WithLimiter(l))
+	if err != nil {
+		panic(err)
+	}
+	defer ctl.Close()
+	fmt.Println("first bound", ctl.Stats().Limit)
+	// Output: first bound 6
+}

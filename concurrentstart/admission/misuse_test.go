@@ -33,6 +33,8 @@ func TestMisuse(t *testing.T) {
 		"initial above":  {Initial: 9, Max: 8},
 		"initial below":  {Initial: 1, Min: 2},
 		"backoff over 1": {Backoff: 1.5},
+		"saturated < 0":  {SaturatedAt: -0.5},
+		"saturated > 1":  {SaturatedAt: 1.5},
 	} {
 		if _, err := admission.NewAIMD(cfg); !errors.As(err, new(*admission.ConfigError)) {
 			t.Errorf("%s: NewAIMD: %v, want *ConfigError", name, err)
