@@ -74,15 +74,15 @@ type AIMD struct {
 	n     int     // and counted
 	cut   bool    // a cut happened: slow start is over
 
-	cpuBusy, cpuTotal time.Duration // the CPU reading at the current window's start
+	cpuBusy, cpuTotal time.Duration // the CPU reading at the current window's first sample
 	cpuRead           bool          // and whether there is one
 }
 
 // defaultInitial is the first bound when none is set. A burst's first
 // grants find the runtime idle, and a call is not all CPU work: at 4 on
 // two cores the slow start left core time unused before its first
-// doubling, at 8 the first bound already crowded an independent List on
-// a real node. See BENCHMARKS.md.
+// doubling; a real node's first windows are already saturated at 6, and
+// no CPU reading guards the first bound. See BENCHMARKS.md.
 const defaultInitial = 6
 
 // aimdWindow is how many samples are averaged before a decision: single
@@ -168,9 +168,7 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	if cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
 		return bad("Initial", fmt.Sprintf("%d is outside [Min %d, Max %d]", cfg.Initial, cfg.Min, cfg.Max))
 	}
-	l := &AIMD{cfg: cfg, limit: float64(cfg.Initial), bases: map[string]*kindBase{}}
-	l.markCPULocked()
-	return l, nil
+	return &AIMD{cfg: cfg, limit: float64(cfg.Initial), bases: map[string]*kindBase{}}, nil
 }
 
 // Limit returns the current bound.
@@ -209,6 +207,12 @@ func (l *AIMD) Observe(s Sample) {
 	if k.mean <= 0 || !current {
 		return // an instant call is never congested
 	}
+	if l.n == 0 {
+		// A window's CPU is measured from its first sample, not from the
+		// last decision: an agent idle since then would otherwise find
+		// the CPU of a whole burst diluted by the quiet before it.
+		l.markCPULocked()
+	}
 	l.sum += float64(s.Latency) / float64(k.mean)
 	l.n++
 	window := aimdWindow
@@ -244,10 +248,9 @@ func (l *AIMD) Observe(s Sample) {
 func (l *AIMD) setLocked(limit float64) {
 	l.limit = min(float64(l.cfg.Max), max(float64(l.cfg.Min), limit))
 	l.sum, l.n = 0, 0
-	l.markCPULocked()
 }
 
-// markCPULocked takes the CPU reading the next window is measured from.
+// markCPULocked takes the CPU reading the window is measured from.
 func (l *AIMD) markCPULocked() {
 	if l.cfg.CPU == nil {
 		return
@@ -257,7 +260,7 @@ func (l *AIMD) markCPULocked() {
 }
 
 // saturatedLocked reports whether the CPU was busy SaturatedAt of the time
-// since the current window began. No reading, or no time elapsed, is not
+// since the current window's first sample. No reading, or no time elapsed, is not
 // saturation: latency alone decides then.
 func (l *AIMD) saturatedLocked() bool {
 	if l.cfg.CPU == nil || !l.cpuRead {

@@ -287,6 +287,9 @@ type fakeCPU struct {
 	err         error
 }
 
+// idle passes d on both cores with nothing to do.
+func (c *fakeCPU) idle(d time.Duration) { c.total += 2 * d }
+
 func (c *fakeCPU) read() (time.Duration, time.Duration, error) {
 	if c.err != nil {
 		return 0, 0, c.err
@@ -319,6 +322,24 @@ func TestAIMDHoldsWhileCPUSaturated(t *testing.T) {
 	observe(l, 8, 50*time.Millisecond) // congestion still cuts
 	if got := l.Limit(); got != 3 {
 		t.Fatalf("a slow window on a saturated CPU: bound %d, want 3", got)
+	}
+}
+
+// A window's CPU is measured over the window's own samples: an hour of
+// idle node before a burst does not make the burst's saturated CPU look
+// idle.
+func TestAIMDMeasuresCPUOverTheWindow(t *testing.T) {
+	cpu := &fakeCPU{share: 1}
+	l := newAIMD(t, admission.AIMDConfig{Initial: 4, CPU: cpu.read})
+	cpu.idle(time.Hour)
+	observe(l, 4, 10*time.Millisecond)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("a saturated first window after an idle hour: bound %d, want 4 held", got)
+	}
+	cpu.idle(time.Hour)
+	observe(l, 8, 10*time.Millisecond)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("a saturated window after another idle hour: bound %d, want 4 held", got)
 	}
 }
 
