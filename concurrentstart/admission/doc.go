@@ -39,12 +39,12 @@
 // a window's mean moves with the load). The bound starts at Initial (6);
 // a window within Tolerance (1.5) raises it, doubling once a round trip
 // until the first congestion and then by one, as TCP's slow start and
-// congestion avoidance do; one beyond it, or an overload error (deadline exceeded, resource exhausted,
-// unavailable), cuts it by Backoff (0.75). A grant speaks only for the
-// bound it was made under (Sample.Bound), so a change is judged by the
-// grants made after it, not by those it answered. The bound settles where
-// latency starts to grow, which is where the runtime is saturated but not
-// oversubscribed. Fixed is a constant bound.
+// congestion avoidance do; one beyond it, or an overload error (deadline
+// exceeded, resource exhausted, unavailable), cuts it by Backoff (0.75).
+// A grant speaks only for the bound it was made under (Sample.Bound), so a
+// change is judged by the grants made after it, not by those it answered.
+// The bound settles where latency starts to grow, which is where the
+// runtime is saturated but not oversubscribed. Fixed is a constant bound.
 //
 // On a node whose runtime calls queue for the CPU, latency grows only
 // slowly with the grants in flight, and the bound drifts above what keeps

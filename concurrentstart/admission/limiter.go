@@ -47,9 +47,9 @@ type AIMDConfig struct {
 	// /proc/stat). A window within Tolerance over which the CPU was busy
 	// SaturatedAt of its time or more does not raise the bound, and ends
 	// slow start: the cores are used, and more grants would only share
-	// them. Without it latency alone decides, and on a
-	// runtime whose calls queue for the CPU latency grows slowly with the
-	// load, so the bound drifts above what keeps the cores busy.
+	// them. Without it, latency alone decides; where the runtime's calls
+	// queue for the CPU, their latency grows only slowly with the load,
+	// and the bound drifts above what keeps the cores busy.
 	CPU CPUReader
 	// SaturatedAt is the fraction of the CPU's time busy at which it
 	// counts as saturated, in (0, 1] (default 0.97). Used with CPU only.
@@ -75,7 +75,7 @@ type AIMD struct {
 	cut   bool    // a cut happened: slow start is over
 
 	cpuBusy, cpuTotal time.Duration // the CPU reading at the current window's first sample
-	cpuRead           bool          // and whether there is one
+	cpuRead           bool          // whether that reading was taken
 }
 
 // defaultInitial is the first bound when none is set. A burst's first
@@ -259,11 +259,11 @@ func (l *AIMD) markCPULocked() {
 	l.cpuBusy, l.cpuTotal, l.cpuRead = busy, total, err == nil
 }
 
-// saturatedLocked reports whether the CPU was busy SaturatedAt of the time
-// since the current window's first sample. No reading, or no time elapsed, is not
-// saturation: latency alone decides then.
+// saturatedLocked reports whether the CPU was busy SaturatedAt of the
+// time since the current window's first sample. No reading, or no time
+// elapsed, is not saturation: latency alone decides then.
 func (l *AIMD) saturatedLocked() bool {
-	if l.cfg.CPU == nil || !l.cpuRead {
+	if !l.cpuRead { // no CPU, or its reading at the window's start failed
 		return false
 	}
 	busy, total, err := l.cfg.CPU()

@@ -385,7 +385,6 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 	case "unbounded":
 		opts = append(opts, agent.WithStartAdmission(nil))
 	case "syncpod":
-		var err error
 		cpu, err := nodeCPU()
 		if err != nil {
 			return nil, nil, false, 0, err
@@ -471,9 +470,9 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 // syncpod") gives one side-by-side ratio per pair.
 func printCPUTable(w io.Writer, results []CPUResult, where string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	idle := false
+	idle := false // the CPU columns: runs on a simulated CPU
 	for _, r := range results {
-		idle = idle || r.IdleStart+r.IdleBody+r.IdleTail > 0
+		idle = idle || r.CPUSpent > 0
 	}
 	head := "cpu-burst mode\tpods\tmakespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t"
 	if idle {
@@ -526,14 +525,13 @@ func ratio(a, b time.Duration) float64 {
 }
 
 // parseAdmission turns the syncpod mode's admission setting into its
-// limiter: "" is the default AIMD, "fixed=N" a constant bound, and
-// initial=, min=, max=, backoff=, tolerance= and saturated= (cpu=0: no
-// CPU reading, latency alone), separated by commas or
-// pluses, set the AIMD's fields (e.g. "initial=4,tolerance=2"), so that a
-// variant is measured with the same command as the default. A mode
-// "syncpod@SETTING" (e.g. "syncpod@fixed=6+initial=4" in a mode list)
-// runs with its own setting, so that variants are measured side by side
-// in one run.
+// limiter, so that a variant is measured with the same command as the
+// default: "" is the default AIMD reading cpu; "fixed=N" a constant
+// bound; initial=, min=, max=, backoff=, tolerance= and saturated=,
+// separated by commas or pluses, set the AIMD's fields
+// ("initial=4,tolerance=2"), and cpu=0 leaves the CPU out (latency
+// alone). In a mode list, "syncpod@SETTING" ("syncpod@fixed=6") runs with
+// its own setting, so that variants are measured side by side in one run.
 func parseAdmission(spec string, cpu admission.CPUReader) (admission.Limiter, error) {
 	cfg := admission.AIMDConfig{CPU: cpu}
 	if spec == "" {

@@ -26,7 +26,7 @@ func main() {
 	names := fs.String("scenarios", strings.Join(scenarioOrder, ","), "scenarios to run: "+strings.Join(scenarioOrder, ", ")+", cpu-burst (not in the default set)")
 	modes := fs.String("modes", "baseline,syncpod", "modes to run, in order")
 	cpuModes := fs.String("cpu-burst-modes", strings.Join(cpuBurstModes, ","), "cpu-burst modes to run, in order")
-	cpuAdmission := fs.String("cpu-burst-admission", "", "the syncpod mode's start admission: empty for the default AIMD, fixed=N, or AIMD fields as initial=N,min=N,max=N,backoff=F,tolerance=F")
+	cpuAdmission := fs.String("cpu-burst-admission", "", "the syncpod mode's start admission: empty for the default AIMD, fixed=N, or AIMD fields as initial=N,min=N,max=N,backoff=F,tolerance=F,saturated=F, and cpu=0 for latency alone")
 	scale := fs.Float64("scale", 0.5, "multiply every simulated latency, bandwidth time and kubelet period by this")
 	endpoint := fs.String("runtime-endpoint", "", "run against a real CRI runtime instead of the simulated one")
 	images := fs.String("images", "", "with --runtime-endpoint: comma-separated pullable images standing in for the scenario's")

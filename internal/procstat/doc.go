@@ -1,6 +1,8 @@
 // Package procstat reads a process's CPU time and resident memory from
 // /proc, for tests and benchmarks that measure an agent from outside (the
-// idle footprint, many virtual nodes on one control plane).
+// idle footprint, many virtual nodes on one control plane), and the whole
+// machine's CPU time from /proc/stat, which the start admission reads to
+// tell when the node's cores are busy (Node).
 //
 //	cpu0, _ := procstat.CPU(pid)
 //	... // the window
