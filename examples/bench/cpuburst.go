@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
+	"github.com/syncpod/syncpod/internal/procstat"
 )
 
 // The cpu-burst scenario: 50 pods x 3 containers, image present, on a
@@ -41,19 +43,33 @@ var cpuBurstModes = []string{"serial", "all-at-once", "baseline", "unbounded", "
 
 // CPUResult is one cpu-burst run.
 type CPUResult struct {
-	Mode                 string
-	Pods, Started        int
-	Makespan, P50, P99   time.Duration
-	RelistP50, RelistP99 time.Duration
-	Relists              int
-	AdmissionBound       int // the start admission's bound when the run ended (syncpod mode)
-	// Idle core time of the simulated CPU (zero on a real node) in the
-	// first tenth of the makespan, the middle eight tenths and the last
-	// tenth: where a mode left the cores unused.
+	Mode               string
+	Pods, Started      int
+	Makespan, P50, P99 time.Duration
+	// The same by the runtime's clock: from the moment the run began to
+	// the StartedAt the runtime reports for a pod's last container, read
+	// once the run is over. Every mode is measured alike this way, where
+	// the figures above are the raw calls' returns for serial and
+	// all-at-once and the agent's observation of its pods for the others.
+	RuntimeMakespan, RuntimeP50, RuntimeP99 time.Duration
+	RelistP50, RelistP99                    time.Duration
+	Relists                                 int
+	AdmissionBound                          int // the start admission's bound when the run ended (syncpod mode)
+	// Idle core time in the first tenth of the makespan, the middle eight
+	// tenths and the last tenth: where a mode left the cores unused. On a
+	// real node, from /proc/stat, so the node's every process counts.
 	IdleStart, IdleBody, IdleTail time.Duration
-	CPUSpent                      time.Duration // core time the calls spent, up to the makespan
-	Order                         []string      // pod names in the order they came up
-	TimedOut                      bool
+	// Core time spent up to the makespan: by the calls, on crisim; by the
+	// whole node (runc, shims, containerd, the agent, the workloads), on a
+	// real one. For the same pods, more of it is the cost of running too
+	// much at once.
+	CPUSpent time.Duration
+	// Core time this process spent on the run: the orchestrator (the
+	// agent, or the raw calls) and the relist probe, and on crisim the
+	// simulated runtime too, which the simulated CPU does not charge.
+	ProcessCPU time.Duration
+	Order      []string // pod names in the order they came up
+	TimedOut   bool
 }
 
 const cpuBurstPods = 50
@@ -139,17 +155,18 @@ func runCPUBurst(ctx context.Context, rc runConfig, modes []string, n int) ([]CP
 	return out, nil
 }
 
-// cpuSample is the simulated CPU's core time spent by a moment of a run.
+// cpuSample is the node's CPU by a moment of a run: the core time spent
+// and the core time elapsed (the cores times the wall time).
 type cpuSample struct {
-	at    time.Duration // since the run began
-	spent time.Duration
+	at           time.Duration // since the run began
+	spent, total time.Duration
 }
 
 // idleCores is the core time the cores stood idle in [from, to), from the
 // samples nearest those moments.
-func idleCores(samples []cpuSample, cores int, from, to time.Duration) time.Duration {
+func idleCores(samples []cpuSample, from, to time.Duration) time.Duration {
 	a, b := nearest(samples, from), nearest(samples, to)
-	return max(0, time.Duration(cores)*(b.at-a.at)-(b.spent-a.spent))
+	return max(0, (b.total-a.total)-(b.spent-a.spent))
 }
 
 // cpuSpent is the core time spent from the run's start to the sample
@@ -165,7 +182,8 @@ func nearest(samples []cpuSample, at time.Duration) cpuSample {
 }
 
 // runCPUBurstMode runs one mode; cpu, when set, reads the simulated CPU's
-// core time spent so far, for the idle figures.
+// core time spent so far, for the CPU figures and the syncpod mode's
+// admission; without it both read the node's /proc/stat.
 func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, pods []*corev1.Pod, cpu func() time.Duration) (CPUResult, error) {
 	res := CPUResult{Mode: mode, Pods: len(pods)}
 	client, err := criclient.Dial(ctx, endpoint, criclient.WithLogger(rc.log))
@@ -198,7 +216,11 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	var probeWG sync.WaitGroup
 	var relists []time.Duration
 	var cpuSamples []cpuSample
+	nodeCPU := admission.NodeCPU
 	if cpu != nil {
+		nodeCPU = simulatedCPU(cpu)
+	}
+	if read, err := nodeCPU(); err == nil {
 		probeWG.Add(1)
 		go func() {
 			defer probeWG.Done()
@@ -206,7 +228,9 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 			t := time.NewTicker(5 * time.Millisecond)
 			defer t.Stop()
 			for {
-				cpuSamples = append(cpuSamples, cpuSample{at: time.Since(t0), spent: cpu()})
+				if spent, total, err := read(); err == nil {
+					cpuSamples = append(cpuSamples, cpuSample{at: time.Since(t0), spent: spent, total: total})
+				}
 				select {
 				case <-probeStop:
 					return
@@ -237,22 +261,29 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 
 	deadline := time.Now().Add(rc.timeout)
 	var startups []time.Duration
+	cpu0, cpuErr := procstat.CPU(os.Getpid())
+	t0 := time.Now()
 	switch mode {
 	case "kubelet":
 		startups, res.TimedOut, err = rc.external(ctx, pods, deadline)
 	case "serial", "all-at-once":
 		startups, res.Order, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:
-		nodeCPU := admission.NodeCPU
-		if cpu != nil {
-			nodeCPU = simulatedCPU(cpu)
-		}
 		startups, res.Order, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline, nodeCPU)
 	}
 	close(probeStop)
 	probeWG.Wait()
 	if err != nil {
 		return res, err
+	}
+	if cpu1, err := procstat.CPU(os.Getpid()); err == nil && cpuErr == nil {
+		res.ProcessCPU = cpu1 - cpu0
+	}
+	byRuntime := startups // the kubelet mode's are read from the runtime already
+	if mode != "kubelet" {
+		if byRuntime, err = startedByRuntime(ctx, client, pods, t0); err != nil {
+			return res, err
+		}
 	}
 	cctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	if err := cleaner.Cleanup(cctx); err != nil {
@@ -266,17 +297,36 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 		res.Makespan = startups[n-1]
 	}
 	res.P50, res.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+	if n := len(byRuntime); n > 0 {
+		res.RuntimeMakespan = byRuntime[n-1]
+		res.RuntimeP50, res.RuntimeP99 = agent.Percentile(byRuntime, 50), agent.Percentile(byRuntime, 99)
+	}
 	if len(cpuSamples) > 0 && res.Makespan > 0 {
 		m := res.Makespan
-		res.IdleStart = idleCores(cpuSamples, cpuBurstCores, 0, m/10)
-		res.IdleBody = idleCores(cpuSamples, cpuBurstCores, m/10, m*9/10)
-		res.IdleTail = idleCores(cpuSamples, cpuBurstCores, m*9/10, m)
+		res.IdleStart = idleCores(cpuSamples, 0, m/10)
+		res.IdleBody = idleCores(cpuSamples, m/10, m*9/10)
+		res.IdleTail = idleCores(cpuSamples, m*9/10, m)
 		res.CPUSpent = cpuSpent(cpuSamples, m)
 	}
 	sort.Slice(relists, func(i, j int) bool { return relists[i] < relists[j] })
 	res.Relists = len(relists)
 	res.RelistP50, res.RelistP99 = agent.Percentile(relists, 50), agent.Percentile(relists, 99)
 	return res, nil
+}
+
+// startedByRuntime is, for each of pods whose containers have all
+// started, the time from t0 to its last container's StartedAt as the
+// runtime reports it, sorted.
+func startedByRuntime(ctx context.Context, client *criclient.Client, pods []*corev1.Pod, t0 time.Time) ([]time.Duration, error) {
+	rt, _ := client.Raw()
+	rs := newRuntimeStarts(rt, func(ns, name string) string { return ns + "/" + name })
+	for _, p := range pods {
+		rs.apply(p.Namespace+"/"+p.Name, t0)
+	}
+	if err := rs.poll(ctx); err != nil {
+		return nil, fmt.Errorf("start times: %w", err)
+	}
+	return rs.startups(pods, func(string) bool { return true }), nil
 }
 
 // runRaw starts the pods with direct CRI calls and returns each pod's
@@ -465,56 +515,81 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 }
 
 // printCPUTable prints every run, then each run's ratios to the
-// all-at-once run before it (or the first one, for runs before any), so
-// that a mode list that repeats pairs ("all-at-once,syncpod,all-at-once,
-// syncpod") gives one side-by-side ratio per pair.
+// all-at-once runs around it (allAtOnceAround), so that a mode list that
+// alternates ("all-at-once,syncpod,all-at-once,syncpod,all-at-once") gives
+// one side-by-side ratio per run.
 func printCPUTable(w io.Writer, results []CPUResult, where string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	idle := false // the CPU columns: runs on a simulated CPU
+	idle := false // the CPU columns: runs with a CPU reading
 	for _, r := range results {
 		idle = idle || r.CPUSpent > 0
 	}
-	head := "cpu-burst mode\tpods\tmakespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t"
+	head := "cpu-burst mode\tpods\tmakespan\tp50\tp99\tby the runtime: makespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t"
 	if idle {
-		head += "core-ms spent\tidle: first 10%\tmiddle\tlast 10%\t"
+		head += "core-ms spent\tidle: first 10%\tmiddle\tlast 10%\tthis process core-ms\t"
 	}
 	fmt.Fprintln(tw, head)
-	first := -1
-	for i, r := range results {
+	for _, r := range results {
 		to := ""
 		if r.TimedOut {
 			to = " (timeout)"
 		}
-		if r.Mode == "all-at-once" && first < 0 && r.Makespan > 0 {
-			first = i
-		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%d\t", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
-			ms(r.P50), ms(r.P99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionBound)
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
+			ms(r.P50), ms(r.P99), ms(r.RuntimeMakespan), ms(r.RuntimeP50), ms(r.RuntimeP99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionBound)
 		if idle {
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", r.CPUSpent.Milliseconds(), r.IdleStart.Milliseconds(), r.IdleBody.Milliseconds(), r.IdleTail.Milliseconds())
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t", r.CPUSpent.Milliseconds(), r.IdleStart.Milliseconds(), r.IdleBody.Milliseconds(), r.IdleTail.Milliseconds(), r.ProcessCPU.Milliseconds())
 		}
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", where)
-	if first < 0 {
-		return
+	for i, r := range results {
+		if r.Mode == "all-at-once" || r.Makespan == 0 {
+			continue
+		}
+		all, around := allAtOnceAround(results, i)
+		if around == "" {
+			continue
+		}
+		fmt.Fprintf(w, "%s vs all-at-once (%s): makespan %.2fx (aim <= 1.05), p50/all-at-once makespan %.2f (aim <= 0.6), p99 %.2fx, relist p99 %.2fx (aim <= 0.2); by the runtime: makespan %.2fx, p50 %.2f, p99 %.2fx\n",
+			r.Mode, around, float64(r.Makespan)/float64(all.Makespan), float64(r.P50)/float64(all.Makespan),
+			float64(r.P99)/float64(all.P99), ratio(r.RelistP99, all.RelistP99),
+			ratio(r.RuntimeMakespan, all.RuntimeMakespan), ratio(r.RuntimeP50, all.RuntimeMakespan), ratio(r.RuntimeP99, all.RuntimeP99))
 	}
-	all := &results[first]
-	for _, r := range results {
-		if r.Mode == "all-at-once" {
-			if r.Makespan > 0 {
-				all = &r
+}
+
+// allAtOnceAround is what run i is compared with: the mean makespan, p99
+// and relist p99 (and makespan and p99 by the runtime) of the nearest all-at-once runs before and after it, so
+// that a node drifting over a long run (these shared machines do, by 15%
+// and more) weighs on both sides alike; where only one side has one, that
+// run alone. around says which ("before and after", "before", "after"),
+// empty where no all-at-once run finished.
+func allAtOnceAround(results []CPUResult, i int) (all CPUResult, around string) {
+	var near []CPUResult
+	var sides []string
+	for _, dir := range []struct {
+		step int
+		name string
+	}{{-1, "before"}, {1, "after"}} {
+		for j := i + dir.step; j >= 0 && j < len(results); j += dir.step {
+			if r := results[j]; r.Mode == "all-at-once" && r.Makespan > 0 {
+				near, sides = append(near, r), append(sides, dir.name)
+				break
 			}
-			continue
 		}
-		if r.Makespan == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "%s vs all-at-once: makespan %.2fx (aim <= 1.05), p50/all-at-once makespan %.2f (aim <= 0.6), p99 %.2fx, relist p99 %.2fx (aim <= 0.2)\n",
-			r.Mode, float64(r.Makespan)/float64(all.Makespan), float64(r.P50)/float64(all.Makespan),
-			float64(r.P99)/float64(all.P99), ratio(r.RelistP99, all.RelistP99))
 	}
+	if len(near) == 0 {
+		return all, ""
+	}
+	n := time.Duration(len(near))
+	for _, r := range near {
+		all.Makespan += r.Makespan / n
+		all.P99 += r.P99 / n
+		all.RelistP99 += r.RelistP99 / n
+		all.RuntimeMakespan += r.RuntimeMakespan / n
+		all.RuntimeP99 += r.RuntimeP99 / n
+	}
+	return all, strings.Join(sides, " and ")
 }
 
 func ratio(a, b time.Duration) float64 {
