@@ -28,7 +28,8 @@ var DefaultCPUWork = map[string]time.Duration{
 // processes share two cores, and the work done never exceeds the cores.
 // Each working call keeps its own remaining work and sleeps on the
 // runtime's clock until it would finish at the current share; every arrival
-// and departure wakes the others to recompute.
+// and departure wakes the others to recompute. A call leaves the share the
+// moment its work is done (advanceLocked), not when its goroutine wakes.
 type cpuModel struct {
 	cores int
 	work  map[string]time.Duration
@@ -79,14 +80,37 @@ func (m *cpuModel) shareLocked() float64 {
 	return 1
 }
 
-// advanceLocked charges the time since last to every working call.
+// advanceLocked charges the time since last to every working call, in
+// steps that end where a call's work is done: from then on it is out of
+// the share, though its goroutine has not woken yet to return. Charging it
+// until its late timer fired would spend the cores on work that is over,
+// the more so the bigger its share, so fewer calls at once would be
+// charged for the runtime's wake-up latency and more of them would not.
 func (m *cpuModel) advanceLocked(now time.Time) {
-	if el := now.Sub(m.last); el > 0 && len(m.jobs) > 0 {
-		done := time.Duration(float64(el) * m.shareLocked())
+	for len(m.jobs) > 0 && m.last.Before(now) {
+		share := m.shareLocked()
+		first := time.Duration(math.MaxInt64)
 		for j := range m.jobs {
-			j.remaining -= done
+			first = min(first, j.remaining)
 		}
-		m.spent += el * time.Duration(min(len(m.jobs), m.cores))
+		step := min(now.Sub(m.last), time.Duration(math.Ceil(float64(first)/share)))
+		done := time.Duration(float64(step) * share)
+		m.spent += step * time.Duration(min(len(m.jobs), m.cores))
+		m.last = m.last.Add(step)
+		finished := false
+		for j := range m.jobs {
+			if j.remaining -= done; j.remaining <= 0 {
+				delete(m.jobs, j)
+				finished = true
+				select {
+				case j.kick <- struct{}{}:
+				default:
+				}
+			}
+		}
+		if finished {
+			m.kickLocked() // the others' share grew
+		}
 	}
 	m.last = now
 }
@@ -142,6 +166,7 @@ func (r *Runtime) CPUBusy() int {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.advanceLocked(r.clock.Now())
 	return len(m.jobs)
 }
 

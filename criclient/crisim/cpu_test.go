@@ -54,6 +54,53 @@ func TestCPUSharesCores(t *testing.T) {
 	}
 }
 
+// A call whose work is done leaves the share then, not when its goroutine
+// next runs: on one core, A (100 ms of work) runs alone for 50 ms, then
+// shares the core with B until its work is done at 150 ms, and B has the
+// core alone from then on. The clock is stepped past 150 ms in one go, as a
+// late timer would see it, and B still finishes at 200 ms.
+func TestCPUCallLeavesTheShareWhenItsWorkIsDone(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Unix(0, 0))
+	n := startNode(t, crisim.WithClock(clk), crisim.WithImage("app:1", 1<<20),
+		crisim.WithCPU(1, map[string]time.Duration{"StartContainer": 100 * time.Millisecond}))
+	sb := n.runSandbox(t, "p")
+	a, b := n.createContainer(t, sb, "a", "app:1", nil), n.createContainer(t, sb, "b", "app:1", nil)
+	start := func(id string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := n.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+			done <- err
+		}()
+		return done
+	}
+	doneA := start(a)
+	waitFor(t, "A working", func() bool { return n.rt.CPUBusy() == 1 && clk.Waiters() == 1 })
+	clk.Step(50 * time.Millisecond)
+	doneB := start(b)
+	waitFor(t, "A and B working", func() bool { return n.rt.CPUBusy() == 2 })
+	clk.Step(125 * time.Millisecond) // 175 ms: A done at 150, B 25 ms short
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-doneB:
+		t.Fatalf("B ended at 175 ms with 25 ms of work left: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Step(25 * time.Millisecond)
+	select {
+	case err := <-doneB:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("B still working at 200 ms: A kept its share after its work was done")
+	}
+	if got := n.rt.CPUTime(); got != 200*time.Millisecond {
+		t.Fatalf("CPUTime = %v, want 200ms: the one core busy throughout", got)
+	}
+}
+
 // With the store lock, a List waits for the metadata writes in flight, not
 // for the CPU work of a start: runc's work after the write does not hold
 // containerd's store. On a fake clock that is not stepped the start stays
