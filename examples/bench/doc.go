@@ -50,15 +50,20 @@
 // cpu-burst (not in the default set: --scenarios cpu-burst) is 50 pods x 3
 // containers on a node whose starts are CPU-bound (crisim's CPU model, 2
 // cores, with neither the store lock nor the cap on calls at once: the
-// cores are what calls wait for), run as serial, all-at-once, baseline, unbounded (syncpod mode
-// without start admission) and syncpod (with it), or as --cpu-burst-modes
-// lists them; a mode may repeat, and each is compared with the
-// all-at-once run before it. --cpu-burst-admission sets the syncpod mode's
-// admission (fixed=N, or AIMD fields: initial=, min=, max=, backoff=,
-// tolerance=, saturated=, cpu=0 for latency alone), and a mode
-// syncpod@SETTING ("syncpod@fixed=6") runs a variant beside the default.
-// On crisim the table also gives the core time spent, and the core time
-// left idle in the first tenth of the run, its middle and its last tenth.
+// cores are what calls wait for), run as serial, all-at-once, baseline,
+// unbounded (syncpod mode without start admission) and syncpod (with it),
+// or as --cpu-burst-modes lists them; a mode may repeat, and each is
+// compared with the mean of the all-at-once runs just before and after it.
+// --cpu-burst-admission sets the syncpod mode's admission (fixed=N, or AIMD
+// fields: initial=, min=, max=, backoff=, tolerance=, saturated=, cpu=0 for
+// latency alone), and a mode syncpod@SETTING ("syncpod@fixed=6") runs a
+// variant beside the default. Besides each orchestrator's own startups, the
+// table gives them by the runtime's clock (its StartedAt for a pod's last
+// container, alike for every mode), the core time spent, the core time
+// left idle in the first tenth of the run, its middle and its last tenth
+// (the simulated cores, or the node's /proc/stat), and this process's own
+// core time. BenchmarkRealNodeCPUBurst runs it on real containerd after a
+// discarded warm-up burst.
 //
 // With --runtime-endpoint the same scenarios run against a real CRI
 // runtime, with --images standing in for the simulated images (round robin)
