@@ -350,8 +350,9 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 	}
 	if os.Getenv("SYNCPOD_CPUBURST_WARMUP") != "0" {
 		// The first burst on a fresh containerd comes out unlike the later
-		// ones (all-at-once p50 0.55-0.77 of its makespan, where later
-		// all-at-once runs give 0.91-0.96), so one is run and set aside.
+		// ones (all-at-once p50 0.55-0.77 of its makespan in six first
+		// runs, 0.80-0.96 in fifteen later ones), so one is run and set
+		// aside.
 		warm, err := runCPUBurst(ctx, rc, []string{"all-at-once"}, cpuBurstPods)
 		if err != nil {
 			b.Fatal(err)
