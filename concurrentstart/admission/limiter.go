@@ -59,7 +59,8 @@ type AIMDConfig struct {
 // CPUReader returns the CPU time spent busy and the CPU time elapsed, both
 // summed over every core since some fixed moment (as /proc/stat counts
 // them); the Limiter divides their growth between two calls. It is called
-// under the Limiter's lock, once a window: it must be quick.
+// under the Limiter's lock, twice a window (at its first sample and at its
+// decision): it must be quick.
 type CPUReader func() (busy, total time.Duration, err error)
 
 // AIMD is an additive-increase, multiplicative-decrease bound driven by
@@ -161,7 +162,6 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	if cfg.SaturatedAt == 0 {
 		cfg.SaturatedAt = 0.97
 	}
-
 	if cfg.Min > cfg.Max {
 		return bad("Min", fmt.Sprintf("%d is above Max %d", cfg.Min, cfg.Max))
 	}

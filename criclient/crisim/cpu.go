@@ -102,10 +102,7 @@ func (m *cpuModel) advanceLocked(now time.Time) {
 			if j.remaining -= done; j.remaining <= 0 {
 				delete(m.jobs, j)
 				finished = true
-				select {
-				case j.kick <- struct{}{}:
-				default:
-				}
+				j.wake()
 			}
 		}
 		if finished {
@@ -115,12 +112,19 @@ func (m *cpuModel) advanceLocked(now time.Time) {
 	m.last = now
 }
 
+// kickLocked wakes every working call to recompute its share.
 func (m *cpuModel) kickLocked() {
 	for j := range m.jobs {
-		select {
-		case j.kick <- struct{}{}:
-		default:
-		}
+		j.wake()
+	}
+}
+
+// wake tells the call's goroutine to look at its remaining work again; a
+// wake-up already pending covers this one.
+func (j *cpuJob) wake() {
+	select {
+	case j.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -520,12 +520,12 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 // one side-by-side ratio per run.
 func printCPUTable(w io.Writer, results []CPUResult, where string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	idle := false // the CPU columns: runs with a CPU reading
+	withCPU := false // the CPU columns: some run had a CPU reading
 	for _, r := range results {
-		idle = idle || r.CPUSpent > 0
+		withCPU = withCPU || r.CPUSpent > 0
 	}
 	head := "cpu-burst mode\tpods\tmakespan\tp50\tp99\tby the runtime: makespan\tp50\tp99\trelist p50\trelist p99\tadmission bound at end\t"
-	if idle {
+	if withCPU {
 		head += "core-ms spent\tidle: first 10%\tmiddle\tlast 10%\tthis process core-ms\t"
 	}
 	fmt.Fprintln(tw, head)
@@ -536,7 +536,7 @@ func printCPUTable(w io.Writer, results []CPUResult, where string) {
 		}
 		fmt.Fprintf(tw, "%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t", r.Mode, r.Started, r.Pods, ms(r.Makespan), to,
 			ms(r.P50), ms(r.P99), ms(r.RuntimeMakespan), ms(r.RuntimeP50), ms(r.RuntimeP99), ms(r.RelistP50), ms(r.RelistP99), r.AdmissionBound)
-		if idle {
+		if withCPU {
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t", r.CPUSpent.Milliseconds(), r.IdleStart.Milliseconds(), r.IdleBody.Milliseconds(), r.IdleTail.Milliseconds(), r.ProcessCPU.Milliseconds())
 		}
 		fmt.Fprintln(tw)
@@ -552,17 +552,17 @@ func printCPUTable(w io.Writer, results []CPUResult, where string) {
 			continue
 		}
 		fmt.Fprintf(w, "%s vs all-at-once (%s): makespan %.2fx (aim <= 1.05), p50/all-at-once makespan %.2f (aim <= 0.6), p99 %.2fx, relist p99 %.2fx (aim <= 0.2); by the runtime: makespan %.2fx, p50 %.2f, p99 %.2fx\n",
-			r.Mode, around, float64(r.Makespan)/float64(all.Makespan), float64(r.P50)/float64(all.Makespan),
-			float64(r.P99)/float64(all.P99), ratio(r.RelistP99, all.RelistP99),
+			r.Mode, around, ratio(r.Makespan, all.Makespan), ratio(r.P50, all.Makespan),
+			ratio(r.P99, all.P99), ratio(r.RelistP99, all.RelistP99),
 			ratio(r.RuntimeMakespan, all.RuntimeMakespan), ratio(r.RuntimeP50, all.RuntimeMakespan), ratio(r.RuntimeP99, all.RuntimeP99))
 	}
 }
 
 // allAtOnceAround is what run i is compared with: the mean makespan, p99
-// and relist p99 (and makespan and p99 by the runtime) of the nearest all-at-once runs before and after it, so
-// that a node drifting over a long run (these shared machines do, by 15%
-// and more) weighs on both sides alike; where only one side has one, that
-// run alone. around says which ("before and after", "before", "after"),
+// and relist p99 (and makespan and p99 by the runtime) of the nearest
+// all-at-once runs before and after it, so that a node drifting over a
+// long run (these shared machines do, by 15% and more) weighs on both
+// sides alike; where only one side has one, that run alone. around says which ("before and after", "before", "after"),
 // empty where no all-at-once run finished.
 func allAtOnceAround(results []CPUResult, i int) (all CPUResult, around string) {
 	var near []CPUResult
@@ -592,6 +592,7 @@ func allAtOnceAround(results []CPUResult, i int) (all CPUResult, around string) 
 	return all, strings.Join(sides, " and ")
 }
 
+// ratio is a / b, or 0 where nothing was measured for b.
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {
 		return 0
