@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 // containerKill is a running container that must go.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/asyncpull"
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 // asyncGate is the syncpod-mode image gate: asyncpull's scheduler, which

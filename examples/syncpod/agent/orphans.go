@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 // RemoveOrphans removes every pod on the runtime that the agent (or an

@@ -14,7 +14,7 @@ import (
 	"github.com/syncpod/syncpod/asyncpull"
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 // statusLog records what WithPodStatusHook delivers.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/syncpod/syncpod/concurrentstart"
 	"github.com/syncpod/syncpod/concurrentstart/podplan"
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 // syncSyncPod is one sync in syncpod mode. It reads the pod's status from

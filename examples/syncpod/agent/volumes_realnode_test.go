@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 

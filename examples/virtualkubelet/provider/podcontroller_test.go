@@ -15,7 +15,7 @@ import (
 
 	"github.com/syncpod/syncpod/asyncpull"
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 	"github.com/syncpod/syncpod/examples/virtualkubelet/provider"
 )
 

@@ -17,4 +17,9 @@
 // env variable or envFrom with an *EnvError, a secret, configMap or
 // service-account-token volume source with a *VolumeError; a mount that
 // cannot be made is a *MountError.
+//
+// The package sits under criclient because it is the pod side of the same
+// protocol: criclient carries CRI messages, podcri writes and reads them
+// for a Kubernetes pod. It imports neither criclient nor any sibling, only
+// cri-api and k8s.io/api, so a custom kubelet can take it alone.
 package podcri

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/syncpod/syncpod/examples/syncpod/podcri"
+	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
 func Example() {
