@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-
-	"github.com/syncpod/syncpod/internal/backoff"
 )
 
 // Crash-loop backoff, the kubelet's constants: the first restart is
@@ -18,19 +16,26 @@ const (
 	CrashLoopMax     = 300 * time.Second // the longest wait
 )
 
-// crashBackoff is the per-container crash-loop back-off (internal/backoff,
-// the kubelet's rule) on an injectable clock. Failures are recorded at the
-// container's finish time, so the decision does not depend on when the
-// sync happens to run.
+// crashBackoff is the per-container crash-loop back-off, the kubelet's
+// rule, on an injectable clock. It is the agent's own (a few lines) so
+// that the example builds wherever it is copied. Failures are recorded at
+// the container's finish time, so the decision does not depend on when
+// the sync happens to run.
 type crashBackoff struct {
-	clock clock.PassiveClock
+	clock        clock.PassiveClock
+	initial, max time.Duration
 
-	mu    sync.Mutex
-	delay *backoff.Keyed[string]
+	mu      sync.Mutex
+	entries map[string]crashEntry // key: "uid/container"
+}
+
+type crashEntry struct {
+	delay time.Duration // what the last failure waits
+	last  time.Time     // when it failed
 }
 
 func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashBackoff {
-	return &crashBackoff{clock: clk, delay: backoff.NewKeyed[string](backoff.Policy{Initial: initial, Max: max})}
+	return &crashBackoff{clock: clk, initial: initial, max: max, entries: map[string]crashEntry{}}
 }
 
 // inBackoff reports whether key, which last failed at finishedAt, must still
@@ -38,33 +43,46 @@ func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashB
 func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d, ok := b.delay.Delay(key)
+	e, ok := b.entries[key]
 	if !ok {
 		return false, 0
 	}
-	if left := d - b.clock.Since(finishedAt); left > 0 {
+	if left := e.delay - b.clock.Since(finishedAt); left > 0 {
 		return true, left
 	}
 	return false, 0
 }
 
 // next records a restart of key for a failure at finishedAt and returns
-// the delay the following failure will wait.
+// the delay the following failure will wait. A key quiet for twice the
+// maximum starts over at the initial delay.
 func (b *crashBackoff) next(key string, finishedAt time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.delay.Fail(key, finishedAt)
+	e, ok := b.entries[key]
+	if !ok || finishedAt.Sub(e.last) > 2*b.max {
+		e.delay = b.initial
+	} else {
+		e.delay = min(2*e.delay, b.max)
+	}
+	e.last = finishedAt
+	b.entries[key] = e
+	return e.delay
 }
 
 // forgetPrefix drops every key of a pod (keys are "uid/container").
 func (b *crashBackoff) forgetPrefix(prefix string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.delay.Drop(func(k string) bool { return strings.HasPrefix(k, prefix) })
+	for k := range b.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(b.entries, k)
+		}
+	}
 }
 
 func (b *crashBackoff) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.delay.Len()
+	return len(b.entries)
 }
