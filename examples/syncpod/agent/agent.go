@@ -24,8 +24,7 @@ var ErrStopped = errors.New("agent: stopped")
 // computing what to do from the runtime's status.
 type Agent struct {
 	cfg     config
-	rt      cri.RuntimeService
-	img     cri.ImageManagerService
+	runtime *runtimeLayer // every CRI call goes through it
 	clock   clock.WithTickerAndDelayedExecution
 	log     *zap.Logger
 	metrics *metrics
@@ -126,7 +125,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		}
 		cfg.sampleEvery = min(DefaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
-	a := &Agent{cfg: cfg, rt: rt, img: img, clock: cfg.clock, log: cfg.log,
+	a := &Agent{cfg: cfg, runtime: &runtimeLayer{rt: rt, img: img}, clock: cfg.clock, log: cfg.log,
 		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.registerer)
@@ -134,7 +133,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
 	a.metrics = m
-	a.inspector = newInspector(rt)
+	a.inspector = newInspector(a.runtime)
 	cache := newStatusCache()
 	a.cache = cache
 	crashInitial, crashMax := cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax)
@@ -175,13 +174,13 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 			threshold = cfg.scaled(RelistThreshold)
 		}
 		period := cfg.scaled(RelistPeriod)
-		a.images = &blockingPuller{img: img, clock: a.clock, obs: observePull}
-		a.relister = newRelister(rt, a.clock, a.log, a.inspector, func() time.Duration { return period },
+		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
+		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.wakeAndReport, observeRelist)
 		a.relister.active = a.active
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		images, err := newImageGate(img, a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
 		if err != nil {
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}
@@ -309,26 +308,26 @@ func (a *Agent) Stop() {
 }
 
 func (a *Agent) removeSandbox(ctx context.Context, id string) error {
-	cs, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
+	cs, err := a.runtime.sandboxContainers(ctx, id, nil)
 	if err != nil {
 		return fmt.Errorf("agent: remove sandbox %s: ListContainers: %w", id, err)
 	}
 	var errs []error
 	for _, c := range cs {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			if err := a.rt.StopContainer(ctx, c.Id, 0); err != nil {
+			if err := a.runtime.stopContainer(ctx, c.Id, 0); err != nil {
 				errs = append(errs, fmt.Errorf("StopContainer %s: %w", c.Id, err))
 			}
 		}
-		if err := a.rt.RemoveContainer(ctx, c.Id); err != nil {
+		if err := a.runtime.removeContainer(ctx, c.Id); err != nil {
 			errs = append(errs, fmt.Errorf("RemoveContainer %s: %w", c.Id, err))
 		}
 		a.inspector.forget(c.Id)
 	}
-	if err := a.rt.StopPodSandbox(ctx, id); err != nil {
+	if err := a.runtime.stopPodSandbox(ctx, id); err != nil {
 		errs = append(errs, fmt.Errorf("StopPodSandbox %s: %w", id, err))
 	}
-	if err := a.rt.RemovePodSandbox(ctx, id); err != nil {
+	if err := a.runtime.removePodSandbox(ctx, id); err != nil {
 		errs = append(errs, fmt.Errorf("RemovePodSandbox %s: %w", id, err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -344,7 +343,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	// A pod re-added while it is killed starts from nothing.
 	a.expectationsFor(pod.UID).reset()
 	a.backoff.forgetPrefix(string(pod.UID) + "/")
-	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}})
+	sbs, err := a.runtime.sandboxes(ctx, map[string]string{labelPodUID: string(pod.UID)})
 	if err != nil {
 		a.log.Warn("kill pod: list sandboxes", zap.String("pod", podKey(pod)), zap.Error(err))
 		return err

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Cleanup back-off between passes: a loaded runtime that timed a call
@@ -129,7 +128,7 @@ func (a *Agent) removePodDirs(keep func(types.UID) bool) ([]string, error) {
 // nil when nothing is left; otherwise the sandboxes that are left (the
 // previous listing when the list itself failed) and why.
 func (a *Agent) cleanupPass(ctx context.Context, previous map[string]string) (map[string]string, error) {
-	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{managedLabel: "true"}})
+	sbs, err := a.runtime.sandboxes(ctx, map[string]string{managedLabel: "true"})
 	if err != nil {
 		return previous, fmt.Errorf("ListPodSandbox: %w", err)
 	}

@@ -134,7 +134,7 @@ func (a *Agent) runProbe(ctx context.Context, t handlerTarget, p *corev1.Probe) 
 }
 
 func (a *Agent) execProbe(ctx context.Context, t handlerTarget, cmd []string, timeout time.Duration) (probeResult, string, error) {
-	stdout, stderr, err := a.rt.ExecSync(ctx, t.id, cmd, timeout)
+	stdout, stderr, err := a.runtime.execSync(ctx, t.id, cmd, timeout)
 	out := string(stdout) + string(stderr)
 	var exit utilexec.ExitError
 	switch {
@@ -276,7 +276,7 @@ func (a *Agent) grpcProbe(ctx context.Context, g *corev1.GRPCAction, timeout tim
 func (a *Agent) runHook(ctx context.Context, t handlerTarget, h *corev1.LifecycleHandler) error {
 	switch {
 	case h.Exec != nil:
-		_, _, err := a.rt.ExecSync(ctx, t.id, h.Exec.Command, 0)
+		_, _, err := a.runtime.execSync(ctx, t.id, h.Exec.Command, 0)
 		return err
 	case h.HTTPGet != nil:
 		req, err := a.handlerRequest(ctx, t, h.HTTPGet, LifecycleUserAgent, 80)

@@ -70,7 +70,7 @@ func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	if safety == 0 {
 		safety = cfg.scaled(EventedRelistPeriod)
 	}
-	p, err := pleg.New(a.rt, countingPLEGCache{l.cache, l.keys},
+	p, err := pleg.New(a.runtime.runtimeService(), countingPLEGCache{l.cache, l.keys},
 		pleg.WithClock(a.clock),
 		pleg.WithLogger(a.log),
 		pleg.WithRelistPeriod(cfg.scaled(RelistPeriod)),

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient/podcri"
 )
@@ -31,7 +30,7 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 	if ctx == nil {
 		return nil, errors.New("agent: RemoveOrphans: ctx must not be nil")
 	}
-	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{managedLabel: "true"}})
+	sbs, err := a.runtime.sandboxes(ctx, map[string]string{managedLabel: "true"})
 	if err != nil {
 		return nil, fmt.Errorf("agent: RemoveOrphans: ListPodSandbox: %w", err)
 	}
@@ -72,7 +71,7 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 // orphanGrace is the longest grace period recorded on the containers of
 // sandbox id, or the default 30 s when none records one.
 func (a *Agent) orphanGrace(ctx context.Context, id string) (time.Duration, error) {
-	cs, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
+	cs, err := a.runtime.sandboxContainers(ctx, id, nil)
 	if err != nil {
 		return 0, fmt.Errorf("ListContainers: %w", err)
 	}

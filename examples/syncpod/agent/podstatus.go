@@ -161,7 +161,7 @@ func (a *Agent) runtimeName() string {
 		ctx, cancel := context.WithTimeout(a.ctx, versionTimeout)
 		defer cancel()
 		a.rtName = "cri"
-		if v, err := a.rt.Version(ctx, "v1"); err == nil && v.GetRuntimeName() != "" {
+		if v, err := a.runtime.version(ctx); err == nil && v.GetRuntimeName() != "" {
 			a.rtName = v.GetRuntimeName()
 		}
 	})
@@ -183,12 +183,12 @@ func (a *Agent) finalStatus(ctx context.Context, uid types.UID, sandboxes []*run
 	if newest != nil {
 		// What cannot be read is reported as the kubelet reports a
 		// container whose end it did not see (ContainerStatusUnknown).
-		list, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: newest.Id})
+		list, err := a.runtime.sandboxContainers(ctx, newest.Id, nil)
 		if err != nil {
 			a.log.Info("terminal status: list containers", zap.String("pod", string(uid)), zap.String("sandbox", newest.Id), zap.Error(err))
 		}
 		for _, c := range list {
-			resp, err := a.rt.ContainerStatus(ctx, c.Id, false)
+			resp, err := a.runtime.containerStatus(ctx, c.Id)
 			if err != nil || resp.GetStatus() == nil {
 				a.log.Info("terminal status: container status", zap.String("pod", string(uid)), zap.String("container", c.Id), zap.Error(err))
 				continue

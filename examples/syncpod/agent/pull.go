@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -38,7 +37,7 @@ type imageGate interface {
 // the worker asks the runtime, then pulls and waits; one pull at a time
 // node-wide (serializeImagePulls=true, the default).
 type blockingPuller struct {
-	img   cri.ImageManagerService
+	runtime *runtimeLayer
 	clock clock.PassiveClock
 	obs   func(image string, d time.Duration, err error) // called after each pull
 
@@ -49,7 +48,7 @@ type blockingPuller struct {
 
 func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string, _ int32, sb *runtimeapi.PodSandboxConfig) (bool, error) {
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
-	st, err := p.img.ImageStatus(ctx, spec, false)
+	st, err := p.runtime.imageStatus(ctx, spec)
 	if err != nil {
 		return false, &pullError{Reason: reasonImageInspectError, Image: image, Err: err}
 	}
@@ -67,7 +66,7 @@ func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string
 	p.serial.Lock()
 	defer p.serial.Unlock()
 	start := p.clock.Now()
-	_, err = p.img.PullImage(ctx, spec, nil, sb)
+	_, err = p.runtime.pullImage(ctx, spec, sb)
 	if p.obs != nil {
 		p.obs(image, p.clock.Since(start), err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -19,7 +18,7 @@ import (
 // write their statuses to the cache with the list's timestamp, wake their
 // workers, then advance the cache's global time.
 type relister struct {
-	rt        cri.RuntimeService
+	runtime   *runtimeLayer
 	clock     clock.WithTickerAndDelayedExecution
 	log       *zap.Logger
 	period    func() time.Duration
@@ -45,9 +44,9 @@ type relistEntry struct {
 	state ContainerState
 }
 
-func newRelister(rt cri.RuntimeService, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, in *inspector,
+func newRelister(rt *runtimeLayer, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, in *inspector,
 	period func() time.Duration, threshold time.Duration, cache StatusStore, wake func(types.UID), observe func(time.Duration, error)) *relister {
-	return &relister{rt: rt, clock: clk, log: log, period: period, threshold: threshold, cache: cache,
+	return &relister{runtime: rt, clock: clk, log: log, period: period, threshold: threshold, cache: cache,
 		inspector: in, wake: wake, observe: observe, trigger: make(chan struct{}, 1),
 		old: map[string]relistEntry{}, reinspect: map[types.UID]bool{}}
 }
@@ -109,11 +108,11 @@ func (r *relister) relist(ctx context.Context) {
 
 func (r *relister) relistOnce(ctx context.Context, ts time.Time) error {
 	sel := map[string]string{managedLabel: "true"}
-	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	sbs, err := r.runtime.sandboxes(ctx, sel)
 	if err != nil {
 		return fmt.Errorf("relist: ListPodSandbox: %w", err)
 	}
-	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	cs, err := r.runtime.containers(ctx, sel)
 	if err != nil {
 		return fmt.Errorf("relist: ListContainers: %w", err)
 	}

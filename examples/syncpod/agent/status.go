@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient/podcri"
@@ -108,14 +107,14 @@ func (s *PodStatus) index() {
 // plus a ContainerStatus call per newly exited container (exit code and
 // finish time). Exited statuses never change, so they are remembered.
 type inspector struct {
-	rt cri.RuntimeService
+	runtime *runtimeLayer
 
 	mu     sync.Mutex
 	exited map[string]*runtimeapi.ContainerStatus
 }
 
-func newInspector(rt cri.RuntimeService) *inspector {
-	return &inspector{rt: rt, exited: map[string]*runtimeapi.ContainerStatus{}}
+func newInspector(rt *runtimeLayer) *inspector {
+	return &inspector{runtime: rt, exited: map[string]*runtimeapi.ContainerStatus{}}
 }
 
 func (in *inspector) forget(ids ...string) {
@@ -127,7 +126,7 @@ func (in *inspector) forget(ids ...string) {
 }
 
 func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, error) {
-	sbs, err := in.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
+	sbs, err := in.runtime.sandboxes(ctx, map[string]string{labelPodUID: string(uid)})
 	if err != nil {
 		return nil, fmt.Errorf("inspect pod %s: ListPodSandbox: %w", uid, err)
 	}
@@ -136,7 +135,7 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 		st.index()
 		return st, nil
 	}
-	cs, err := in.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
+	cs, err := in.runtime.containers(ctx, map[string]string{labelPodUID: string(uid)})
 	if err != nil {
 		return nil, fmt.Errorf("inspect pod %s: ListContainers: %w", uid, err)
 	}
@@ -199,7 +198,7 @@ func (in *inspector) exitedStatus(ctx context.Context, id string) (*runtimeapi.C
 	if ok {
 		return s, nil
 	}
-	resp, err := in.rt.ContainerStatus(ctx, id, false)
+	resp, err := in.runtime.containerStatus(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("inspect container %s: ContainerStatus: %w", id, err)
 	}

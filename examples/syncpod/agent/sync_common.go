@@ -39,7 +39,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 	}
 	var id string
 	err := a.admitted(ctx, pod, "RunPodSandbox", func() (err error) {
-		id, err = a.rt.RunPodSandbox(ctx, a.podSandboxConfig(pod, acts.sandboxAttempt), ptr.Deref(pod.Spec.RuntimeClassName, ""))
+		id, err = a.runtime.runPodSandbox(ctx, a.podSandboxConfig(pod, acts.sandboxAttempt), ptr.Deref(pod.Spec.RuntimeClassName, ""))
 		return err
 	})
 	if err != nil {
@@ -58,7 +58,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 // hook kills it; the error then wraps errPostStartHook).
 func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID string, sbAttempt uint32, step containerStart) error {
 	for _, id := range step.remove {
-		if err := a.rt.RemoveContainer(ctx, id); err != nil {
+		if err := a.runtime.removeContainer(ctx, id); err != nil {
 			a.log.Debug("remove old container", zap.String("id", id), zap.Error(err))
 		}
 		a.inspector.forget(id)
@@ -76,14 +76,14 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 	}
 	var id string
 	err = a.admitted(ctx, pod, "CreateContainer", func() (err error) {
-		id, err = a.rt.CreateContainer(ctx, sandboxID, cfg, a.podSandboxConfig(pod, sbAttempt))
+		id, err = a.runtime.createContainer(ctx, sandboxID, cfg, a.podSandboxConfig(pod, sbAttempt))
 		return err
 	})
 	if err != nil {
 		failed(podcri.ReasonCreateContainerError, err)
 		return fmt.Errorf("CreateContainer %s: %w", name, err)
 	}
-	if err := a.admitted(ctx, pod, "StartContainer", func() error { return a.rt.StartContainer(ctx, id) }); err != nil {
+	if err := a.admitted(ctx, pod, "StartContainer", func() error { return a.runtime.startContainer(ctx, id) }); err != nil {
 		failed(podcri.ReasonRunContainerError, err)
 		return fmt.Errorf("StartContainer %s: %w", name, err)
 	}
@@ -116,14 +116,14 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerK
 	}
 	a.emit(Event{Type: EventKilling, Pod: podKey(pod), Container: k.status.Name, Attempt: k.status.Attempt, Err: errors.New(k.reason)})
 	used := a.preStop(ctx, pod, containerSpec(pod, k.status.Name), k.status.ID, grace)
-	if err := a.rt.StopContainer(ctx, k.status.ID, stopTimeout(grace, used)); err != nil {
+	if err := a.runtime.stopContainer(ctx, k.status.ID, stopTimeout(grace, used)); err != nil {
 		return fmt.Errorf("StopContainer %s (%s): %w", k.status.Name, k.reason, err)
 	}
 	if k.keep {
 		a.prober.killed(pod.UID, k.status.ID)
 		return nil
 	}
-	if err := a.rt.RemoveContainer(ctx, k.status.ID); err != nil {
+	if err := a.runtime.removeContainer(ctx, k.status.ID); err != nil {
 		return fmt.Errorf("RemoveContainer %s (%s): %w", k.status.Name, k.reason, err)
 	}
 	a.inspector.forget(k.status.ID)
@@ -176,7 +176,7 @@ func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, c
 		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), st.SandboxID); err != nil {
 			return acts, 0, syncResult{err: fmt.Errorf("stop finished pod: %w", err)}, true
 		}
-		if err := a.rt.StopPodSandbox(ctx, st.SandboxID); err != nil {
+		if err := a.runtime.stopPodSandbox(ctx, st.SandboxID); err != nil {
 			return acts, 0, syncResult{err: fmt.Errorf("StopPodSandbox: %w", err)}, true
 		}
 	}

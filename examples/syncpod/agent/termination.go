@@ -39,8 +39,8 @@ func killGracePeriod(pod *corev1.Pod) time.Duration {
 // first, bounded by what is left of grace, and its time comes out of the
 // StopContainer timeout. It returns when every stop has returned.
 func (a *Agent) stopContainersGracefully(ctx context.Context, pod *corev1.Pod, grace time.Duration, id string) error {
-	cs, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id,
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	cs, err := a.runtime.sandboxContainers(ctx, id,
+		&runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING})
 	if err != nil {
 		return fmt.Errorf("ListContainers: %w", err)
 	}
@@ -65,7 +65,7 @@ func (a *Agent) stopContainersGracefully(ctx context.Context, pod *corev1.Pod, g
 				a.preStop(ctx, pod, containerSpec(pod, c.GetMetadata().GetName()), c.Id, left)
 			}
 		}
-		if err := a.rt.StopContainer(ctx, c.Id, remaining()); err != nil {
+		if err := a.runtime.stopContainer(ctx, c.Id, remaining()); err != nil {
 			mu.Lock()
 			errs = append(errs, fmt.Errorf("StopContainer %s: %w", c.GetMetadata().GetName(), err))
 			mu.Unlock()
