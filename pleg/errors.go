@@ -9,9 +9,14 @@ import (
 )
 
 var (
-	// ErrClosed is returned by Start, RequestRelist and Healthy after
-	// Close.
+	// ErrClosed is returned by Start, RequestRelist, Healthy, Subscribe,
+	// WaitContainerState and WaitContainerRemoved after Close (a wait
+	// already blocked returns it too).
 	ErrClosed = errors.New("pleg: closed")
+	// ErrRemoved is wrapped by the error WaitContainerState returns when
+	// the container was removed before the PLEG saw it in the state waited
+	// for: it will never be.
+	ErrRemoved = errors.New("pleg: container removed")
 	// ErrOverflow ends a Subscription whose buffer was full when an event
 	// had to be delivered to it.
 	ErrOverflow = errors.New("pleg: subscriber fell behind, events lost")
@@ -32,6 +37,7 @@ var (
 	_ error = (*HealthError)(nil)
 	_ error = (*InspectError)(nil)
 	_ error = (*RelistError)(nil)
+	_ error = (*removedError)(nil)
 )
 
 // ConfigError is returned by New for a nil or typed-nil dependency or an
@@ -62,6 +68,27 @@ type ArgError struct {
 func (e *ArgError) Error() string {
 	return "pleg: " + e.Method + ": " + e.Arg + " " + e.Reason
 }
+
+// errNotNew is what a PLEG not made by New answers: an *ArgError, as for
+// any other receiver that cannot be used, saying what to do instead.
+func errNotNew(method string) error {
+	return &ArgError{Method: method, Arg: "PLEG", Reason: "is not initialized: use New"}
+}
+
+// removedError says which container was removed before reaching which
+// state.
+type removedError struct {
+	uid  types.UID
+	id   string
+	want string
+}
+
+func (e *removedError) Error() string {
+	return fmt.Sprintf("pleg: container %q of pod %q was removed without reaching %s", e.id, e.uid, e.want)
+}
+
+// Unwrap returns ErrRemoved.
+func (e *removedError) Unwrap() error { return ErrRemoved }
 
 // HealthError is the error Healthy returns when the PLEG is unhealthy.
 // errors.Is(err, ErrNeverSucceeded) or errors.Is(err, ErrInactive) tells

@@ -21,6 +21,10 @@ const (
 	DefaultSafetyNetPeriod = 300 * time.Second
 	// DefaultChannelCapacity is the capacity of the Watch channel.
 	DefaultChannelCapacity = 1000
+	// MaxChannelCapacity is the largest capacity of the Watch channel and of
+	// a Subscription's buffer. Channels are allocated whole, so an
+	// unbounded size would let one option exhaust memory.
+	MaxChannelCapacity = 1 << 16
 	// DefaultInspectParallelism bounds concurrent pod inspections in a relist.
 	DefaultInspectParallelism = 8
 	// DefaultRelistTimeout bounds one relist, probe or pod relist.
@@ -74,13 +78,17 @@ func WithProbePeriod(d time.Duration) Option {
 	return func(c *config) { c.probe = d }
 }
 
-// WithChannelCapacity sets the capacity of the Watch channel (default 1000).
+// WithChannelCapacity sets the capacity of the Watch channel (default 1000,
+// at most MaxChannelCapacity; 0 is an unbuffered channel, which drops every
+// event no reader is waiting for, owing its pod a PodSync).
 func WithChannelCapacity(n int) Option {
 	return func(c *config) { c.capacity = n }
 }
 
 // WithInspectParallelism bounds how many pods a relist inspects at once
-// (default 8; 1 inspects serially like the kubelet).
+// (default 8; 1 inspects serially like the kubelet; 0 means unlimited: every
+// changed pod is inspected at once, so a relist after many pods changed sends
+// the runtime that many status calls together).
 func WithInspectParallelism(n int) Option {
 	return func(c *config) { c.parallelism = n }
 }
@@ -158,10 +166,10 @@ func newConfig(opts []Option) (config, error) {
 		return c, &ConfigError{Option: "WithSafetyNetPeriod", Reason: "must be > 0"}
 	case c.probe <= 0 || c.probe >= c.threshold:
 		return c, &ConfigError{Option: "WithProbePeriod", Reason: "must be > 0 and below the threshold"}
-	case c.capacity < 0:
-		return c, &ConfigError{Option: "WithChannelCapacity", Reason: "must be >= 0"}
-	case c.parallelism <= 0:
-		return c, &ConfigError{Option: "WithInspectParallelism", Reason: "must be > 0"}
+	case c.capacity < 0 || c.capacity > MaxChannelCapacity:
+		return c, &ConfigError{Option: "WithChannelCapacity", Reason: "must be >= 0 and at most MaxChannelCapacity"}
+	case c.parallelism < 0:
+		return c, &ConfigError{Option: "WithInspectParallelism", Reason: "must be >= 0"}
 	case c.timeout <= 0:
 		return c, &ConfigError{Option: "WithRelistTimeout", Reason: "must be > 0"}
 	case typednil.Is(c.clock):
@@ -177,4 +185,13 @@ func newConfig(opts []Option) (config, error) {
 		c.observer = func(Observation) {}
 	}
 	return c, nil
+}
+
+// inspectLimit is the errgroup limit for inspections: a negative limit is
+// errgroup's "no limit", which is what a parallelism of 0 means.
+func (c config) inspectLimit() int {
+	if c.parallelism == 0 {
+		return -1
+	}
+	return c.parallelism
 }

@@ -30,26 +30,33 @@ type outboxItem struct {
 	events []Event
 }
 
+// queueLocked appends it to the outbox. The count lets a wait tell when
+// everything decided before it was satisfied has been carried out.
+func (p *PLEG) queueLocked(it outboxItem) {
+	p.outbox = append(p.outbox, it)
+	p.queued++
+}
+
 // setLocked queues cache.Set(uid, st, err, ts).
 func (p *PLEG) setLocked(uid types.UID, st *PodStatus, err error, ts time.Time) {
-	p.outbox = append(p.outbox, outboxItem{kind: outboxSet, uid: uid, status: st, err: err, ts: ts})
+	p.queueLocked(outboxItem{kind: outboxSet, uid: uid, status: st, err: err, ts: ts})
 }
 
 // deleteLocked queues cache.Delete(uid).
 func (p *PLEG) deleteLocked(uid types.UID) {
-	p.outbox = append(p.outbox, outboxItem{kind: outboxDelete, uid: uid})
+	p.queueLocked(outboxItem{kind: outboxDelete, uid: uid})
 }
 
 // updateTimeLocked queues cache.UpdateTime(ts).
 func (p *PLEG) updateTimeLocked(ts time.Time) {
-	p.outbox = append(p.outbox, outboxItem{kind: outboxUpdateTime, ts: ts})
+	p.queueLocked(outboxItem{kind: outboxUpdateTime, ts: ts})
 }
 
 // publishLocked queues evs for delivery on the Watch channel, after the
 // cache writes queued before them.
 func (p *PLEG) publishLocked(evs []Event) {
 	if len(evs) > 0 {
-		p.outbox = append(p.outbox, outboxItem{kind: outboxEvents, events: evs})
+		p.queueLocked(outboxItem{kind: outboxEvents, events: evs})
 	}
 }
 
@@ -76,9 +83,14 @@ func (p *PLEG) flushOutbox() {
 	defer p.flushMu.Unlock()
 	var items []outboxItem
 	for {
+		done := uint64(len(items))
 		clear(items) // do not keep statuses alive in the spare buffer
 		p.mu.Lock()
+		p.flushed += done
 		items, p.outbox = p.outbox, items[:0]
+		// Everything decided so far is in items or already carried out: a
+		// wait satisfied now ends once items are done (next turn).
+		p.wakeWaitersLocked()
 		p.mu.Unlock()
 		if len(items) == 0 {
 			return

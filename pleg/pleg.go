@@ -17,6 +17,11 @@ import (
 // PLEG is a pod lifecycle event generator: it watches a CRI runtime, keeps a
 // pod status Cache up to date and delivers lifecycle events on Watch(). See
 // the package documentation for what it guarantees.
+//
+// Make one with New. A PLEG not made by New (its zero value, a nil *PLEG)
+// is not usable: Start, RequestRelist, Healthy, Subscribe and the waits
+// return an *ArgError saying "use New", Watch returns a closed channel,
+// Mode and Stats return zero values and Close does nothing.
 type PLEG struct {
 	rt    Runtime
 	cache Cache
@@ -33,12 +38,15 @@ type PLEG struct {
 	mu         sync.Mutex
 	pods       map[types.UID]*podRecord
 	owner      map[string]types.UID // entity id → pod
-	tombstones map[string]time.Time // removed ids → when
+	tombstones map[string]tombstone // removed ids
 	seq        uint64               // observation sequence
 	reinspect  map[types.UID]struct{}
 	pending    map[types.UID]struct{}
 	dirty      dirtyQueue   // pods owed a PodSync
 	outbox     []outboxItem // cache writes and events to carry out (flush)
+	queued     uint64       // outbox items queued since New
+	flushed    uint64       // outbox items carried out since New
+	waiters    map[*waiter]struct{}
 	mode       Mode
 	streamUp   bool
 	streamGen  uint64 // bumped on every connect
@@ -108,7 +116,8 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 		notes:      &notifier{},
 		pods:       map[types.UID]*podRecord{},
 		owner:      map[string]types.UID{},
-		tombstones: map[string]time.Time{},
+		tombstones: map[string]tombstone{},
+		waiters:    map[*waiter]struct{}{},
 		reinspect:  map[types.UID]struct{}{},
 		pending:    map[types.UID]struct{}{},
 		subs:       map[*Subscription]struct{}{},
@@ -119,14 +128,28 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 	}, nil
 }
 
+// made reports whether p was made by New: every method of a PLEG that was
+// not (its zero value, a nil pointer) answers without touching the runtime,
+// the cache or a nil map.
+func (p *PLEG) made() bool { return p != nil && p.cache != nil }
+
 // Watch returns the channel events are delivered on (always the same one).
-// It is closed by Close.
-func (p *PLEG) Watch() <-chan Event { return p.ch }
+// It is closed by Close. A PLEG not made by New returns a closed channel.
+func (p *PLEG) Watch() <-chan Event {
+	if !p.made() {
+		return closedEvents
+	}
+	return p.ch
+}
 
 // Start starts relisting (at once, then periodically) and, if enabled,
 // watching the event stream. The PLEG runs until Close or until ctx ends.
-// A nil ctx gives an *ArgError and starts nothing.
+// A nil ctx, or a PLEG not made by New, gives an *ArgError and starts
+// nothing.
 func (p *PLEG) Start(ctx context.Context) error {
+	if !p.made() {
+		return errNotNew("Start")
+	}
 	if ctx == nil {
 		return &ArgError{Method: "Start", Arg: "ctx", Reason: "must not be nil"}
 	}
@@ -169,10 +192,21 @@ func (p *PLEG) Start(ctx context.Context) error {
 }
 
 // Close stops every goroutine, waits for them, delivers pending
-// observations and closes the Watch channel. It is idempotent and returns
-// nil. It must not be called from the Cache or the observer, which run on
-// the goroutines it waits for.
+// observations and closes the Watch channel and every Subscription, after
+// the events already in them: a reader still reads those. Waits blocked in
+// WaitContainerState or WaitContainerRemoved return ErrClosed. It is
+// idempotent and returns nil; on a PLEG not made by New it does nothing. It
+// must not be called from the Cache or the observer, which run on the
+// goroutines it waits for.
+//
+// Close does not wait for changes the PLEG has not observed yet: a relist or
+// a runtime event in flight is abandoned, and PodSyncs still owed are not
+// delivered. The package documentation ("Shutdown") gives the order that
+// loses no event.
 func (p *PLEG) Close() error {
+	if !p.made() {
+		return nil
+	}
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.stopped = true
@@ -191,6 +225,10 @@ func (p *PLEG) Close() error {
 		for s := range p.subs {
 			p.endLocked(s, ErrClosed)
 		}
+		p.wakeWaitersLocked() // what the last flush made true is not an error
+		for w := range p.waiters {
+			p.endWaitLocked(w, nil, ErrClosed)
+		}
 		close(p.ch)
 		p.mu.Unlock()
 	})
@@ -200,15 +238,22 @@ func (p *PLEG) Close() error {
 // observe hands the observations decided so far to the observer.
 func (p *PLEG) observe() { p.notes.drain(p.cfg.observer) }
 
-// Mode returns the current mode.
+// Mode returns the current mode (ModeRelisting for a PLEG not made by New).
 func (p *PLEG) Mode() Mode {
+	if !p.made() {
+		return ModeRelisting
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mode
 }
 
-// Stats returns a snapshot of the counters.
+// Stats returns a snapshot of the counters (all zero for a PLEG not made by
+// New).
 func (p *PLEG) Stats() Stats {
+	if !p.made() {
+		return Stats{}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats
@@ -219,7 +264,11 @@ func (p *PLEG) Stats() Stats {
 // taken before listing, and its events are delivered. Requests for a pod
 // already pending are coalesced. Call it after acting on a pod, then wait
 // with the cache's GetNewerThan(uid, timeOfAction) (see the package doc).
+// A PLEG not made by New returns an *ArgError.
 func (p *PLEG) RequestRelist(uid types.UID) error {
+	if !p.made() {
+		return errNotNew("RequestRelist")
+	}
 	if uid == "" {
 		return &ArgError{Method: "RequestRelist", Arg: "uid", Reason: "must not be empty"}
 	}
@@ -237,8 +286,12 @@ func (p *PLEG) RequestRelist(uid types.UID) error {
 // Healthy reports whether the runtime answered within the threshold: a
 // relist, a pod relist or a probe succeeded, the event stream connected or
 // delivered an event. Only answers from the runtime count; the cache never
-// does. The error is a *HealthError (or ErrClosed).
+// does. The error is a *HealthError (or ErrClosed, or an *ArgError for a
+// PLEG not made by New).
 func (p *PLEG) Healthy() (bool, error) {
+	if !p.made() {
+		return false, errNotNew("Healthy")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -311,9 +364,13 @@ func (p *PLEG) commitLocked(rec *podRecord, changes []change) []Event {
 			rec.seq = c.seq
 		}
 		if c.to == stateNonExistent {
+			tb := tombstone{at: now, uid: rec.uid, kind: c.kind}
+			if c.kind == kindContainer {
+				tb.last = containerStatusIn(rec.status, c.id)
+			}
 			delete(rec.entities, c.id)
 			delete(p.owner, c.id)
-			p.tombstones[c.id] = now
+			p.tombstones[c.id] = tb
 			continue
 		}
 		e := rec.entities[c.id]
@@ -416,7 +473,7 @@ func (p *PLEG) requestReconcileLocked() {
 func (p *PLEG) gcTombstonesLocked() {
 	now := p.clock.Now()
 	for id, t := range p.tombstones {
-		if now.Sub(t) > DefaultTombstoneTTL {
+		if now.Sub(t.at) > DefaultTombstoneTTL {
 			delete(p.tombstones, id)
 		}
 	}

@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -91,6 +92,30 @@ type podRecord struct {
 	status *PodStatus
 	// seq is the last observation sequence number that touched the pod.
 	seq uint64
+}
+
+// tombstone remembers a removed id, so that late events about it are
+// ignored and a wait on it is answered.
+type tombstone struct {
+	at   time.Time // when the PLEG learned of the removal
+	uid  types.UID
+	kind entityKind
+	// last is the container's status in the newest pod status written
+	// before its removal (nil for sandboxes, or if none was written).
+	last *runtimeapi.ContainerStatus
+}
+
+// containerStatusIn returns id's status in st, or nil.
+func containerStatusIn(st *PodStatus, id string) *runtimeapi.ContainerStatus {
+	if st == nil {
+		return nil
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.GetId() == id {
+			return cs
+		}
+	}
+	return nil
 }
 
 // observed is one entity as a list, an inspection or an event showed it.

@@ -161,11 +161,12 @@ func sortStatus(st *PodStatus) {
 	})
 }
 
-// inspectAll inspects pods in parallel, at most cfg.parallelism at once.
+// inspectAll inspects pods in parallel, at most cfg.parallelism at once
+// (0: all at once).
 func (p *PLEG) inspectAll(ctx context.Context, obs []*podObservation, ts time.Time) []inspection {
 	out := make([]inspection, len(obs))
 	var g errgroup.Group
-	g.SetLimit(p.cfg.parallelism)
+	g.SetLimit(p.cfg.inspectLimit())
 	for i, o := range obs {
 		g.Go(func() error {
 			out[i] = p.inspect(ctx, o, ts)
@@ -395,7 +396,7 @@ func (p *PLEG) relistPods(ctx context.Context, uids []types.UID) error {
 	}
 	results := make([]inspection, len(uids))
 	var g errgroup.Group
-	g.SetLimit(p.cfg.parallelism)
+	g.SetLimit(p.cfg.inspectLimit())
 	for i, uid := range uids {
 		o := want[uid]
 		g.Go(func() error {

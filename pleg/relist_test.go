@@ -341,7 +341,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		"threshold": {WithThreshold(-1)},
 		"probe":     {WithProbePeriod(time.Hour)},
 		"capacity":  {WithChannelCapacity(-1)},
-		"parallel":  {WithInspectParallelism(0)},
+		"parallel":  {WithInspectParallelism(-1)}, // 0 is unlimited: TestMisuseInspectParallelismZeroUnlimited
+		"capacity+": {WithChannelCapacity(MaxChannelCapacity + 1)},
 		"backoff":   {WithBackOff(time.Second, time.Millisecond)},
 		"clock":     {WithClock(nil)},
 	}
