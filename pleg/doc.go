@@ -23,6 +23,15 @@
 // returns a status from before your action. Healthy() is what a node's
 // health check should call.
 //
+// To wait for one container to reach a state (to exit, say), call
+// p.WaitContainerState(ctx, uid, id, runtimeapi.ContainerState_CONTAINER_EXITED),
+// or p.WaitContainerRemoved(ctx, uid, id) for its removal. The wait ends
+// on what the PLEG observes (a runtime event, a relist), not on the
+// cache's global time, so it is as prompt in evented mode as in relisting
+// mode; a state reached before the call answers at once, and when it
+// returns the cache holds the status and the events of that observation
+// have been delivered.
+//
 // # How it works
 //
 // Relisting (ModeRelisting, every RelistPeriod, default 1 s): take T, list
@@ -30,8 +39,8 @@
 // rules (→ running: ContainerStarted; → exited: ContainerDied; → unknown:
 // ContainerChanged, not delivered unless WithChangedEvents; gone: Removed,
 // preceded by Died unless it had exited), inspect the changed pods in
-// parallel (WithInspectParallelism, default 8: the kubelet inspects
-// serially), write each status to the cache with time T, deliver the events,
+// parallel (WithInspectParallelism, default 8, 0 unlimited: the kubelet
+// inspects serially), write each status to the cache with time T, deliver the events,
 // and only after the whole relist call cache.UpdateTime(T). A pod whose
 // inspection fails has the error cached, delivers nothing and keeps its old
 // state, so the next relist reinspects it and delivers its events then. A
@@ -127,7 +136,10 @@
 // New refuses a nil or typed-nil Runtime or Cache and every bad option with
 // a *ConfigError ("pleg: WithThreshold: must be > 0"); Start with a nil ctx
 // and RequestRelist with an empty uid return an *ArgError; after Close,
-// Start, RequestRelist and Healthy return ErrClosed. A Runtime that panics
+// Start, RequestRelist, Healthy, Subscribe and the waits return ErrClosed. A
+// PLEG not made by New (the zero value) answers every call that can fail
+// with an *ArgError saying "use New" and starts nothing; a zero
+// Subscription has ended (closed Events, an *ArgError from Err). A Runtime that panics
 // (a zero-value fake) fails the call it panicked in, like an error, and the
 // PLEG keeps relisting. The observer set with WithObserver is called
 // synchronously, outside the PLEG's locks, from the goroutine that did the
@@ -136,4 +148,25 @@
 // Besides Watch, any number of readers may Subscribe, each with its own
 // bounded buffer: a reader whose buffer is full when an event is delivered
 // is not waited for; its subscription ends with ErrOverflow.
+//
+// # Shutdown
+//
+// Close abandons what the PLEG has not observed yet (a relist or a runtime
+// event in flight) and the PodSyncs still owed, but keeps what it already
+// delivered: Watch and each Subscription are closed after the events in
+// their buffers. So this order loses no event, ContainerDied and
+// ContainerRemoved included:
+//
+//  1. Stop the source of changes: whatever starts, stops or removes
+//     containers (the pod workers) is stopped first, so that nothing
+//     happens that the PLEG could not see before Close.
+//  2. Wait until the PLEG has seen each last change: WaitContainerState
+//     (CONTAINER_EXITED) for a container you stopped, WaitContainerRemoved
+//     for one you removed. When they return, the events are in Watch and in
+//     every Subscription's buffer. Keep reading meanwhile: a full Watch drops
+//     the event (Stats.Dropped) for a PodSync that Close may discard, and a
+//     full Subscription ends with ErrOverflow.
+//  3. Close.
+//  4. Read Watch and every Subscription until they are closed; a
+//     Subscription's Err is then ErrClosed, not ErrOverflow.
 package pleg

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/syncpod/syncpod/criclient"
+	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/pleg"
 	"github.com/syncpod/syncpod/statecache"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,4 +79,68 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// pleg: WithRelistPeriod: must be > 0 and below the threshold
+}
+
+// Waiting for a container to exit, over the simulated runtime's event
+// stream: the wait ends on the runtime's event, with the exit code, and
+// the cache already holds the exited status.
+func ExamplePLEG_WaitContainerState() {
+	srv, err := crisim.Start(crisim.WithImage("busybox", 1<<20))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := criclient.Dial(ctx, srv.Endpoint())
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+
+	cache := statecache.New[types.UID, *pleg.PodStatus]()
+	p, err := pleg.New(rt, cache)
+	if err != nil {
+		panic(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	sandboxCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"}}
+	sandbox, err := rt.RunPodSandbox(ctx, sandboxCfg, "")
+	if err != nil {
+		panic(err)
+	}
+	id, err := rt.CreateContainer(ctx, sandbox, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "job"},
+		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+	}, sandboxCfg)
+	if err != nil {
+		panic(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		panic(err)
+	}
+	st, err := p.WaitContainerState(ctx, "uid-1", id, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("job:", st.State)
+
+	if err := srv.Runtime().ExitContainer(id, 3); err != nil { // the job's process ends
+		panic(err)
+	}
+	st, err = p.WaitContainerState(ctx, "uid-1", id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("job:", st.State, "exit code", st.ExitCode)
+	cached, _ := cache.Get("uid-1")
+	fmt.Println("cache:", cached.ContainerStatuses[0].State)
+	// Output:
+	// job: CONTAINER_RUNNING
+	// job: CONTAINER_EXITED exit code 3
+	// cache: CONTAINER_EXITED
 }
