@@ -124,11 +124,13 @@ type Mode int
 
 const (
 	// ModeRelisting: no usable event stream (disabled, not yet connected,
-	// down, or not yet reconciled); the PLEG relists every RelistPeriod.
+	// down, or not yet reconciled); the PLEG relists every relist period
+	// (WithRelistPeriod).
 	ModeRelisting Mode = iota
 	// ModeEvented: the event stream is up and was reconciled by a full
-	// relist after it connected; the PLEG relists only every
-	// SafetyNetPeriod and probes the runtime every ProbePeriod.
+	// relist after it connected; the PLEG relists only every safety-net
+	// period (WithSafetyNetPeriod) and probes the runtime every probe period
+	// (WithProbePeriod).
 	ModeEvented
 )
 

@@ -34,14 +34,14 @@
 //
 // # How it works
 //
-// Relisting (ModeRelisting, every RelistPeriod, default 1 s): take T, list
-// all sandboxes and containers, diff each id's state with the kubelet's
-// rules (→ running: ContainerStarted; → exited: ContainerDied; → unknown:
-// ContainerChanged, not delivered unless WithChangedEvents; gone: Removed,
-// preceded by Died unless it had exited), inspect the changed pods in
-// parallel (WithInspectParallelism, default 8, 0 unlimited: the kubelet
-// inspects serially), write each status to the cache with time T, deliver the events,
-// and only after the whole relist call cache.UpdateTime(T). A pod whose
+// Relisting (ModeRelisting, every relist period, WithRelistPeriod, default
+// 1 s): take T, list all sandboxes and containers, diff each id's state with
+// the kubelet's rules (→ running: ContainerStarted; → exited: ContainerDied;
+// → unknown: ContainerChanged, not delivered unless WithChangedEvents; gone:
+// ContainerRemoved, preceded by ContainerDied unless it had exited), inspect
+// the changed pods in parallel (WithInspectParallelism, default 8, 0
+// unlimited: the kubelet inspects serially), write each status to the cache
+// with time T, deliver the events, and only after the whole relist call cache.UpdateTime(T). A pod whose
 // inspection fails has the error cached, delivers nothing and keeps its old
 // state, so the next relist reinspects it and delivers its events then. A
 // pod that vanished has its cache entry deleted. Sandboxes are diffed like
@@ -53,11 +53,12 @@
 // without the statuses of the pod's containers (containerd 2.0, #129818)
 // never overwrites the cache: the pod is relisted on demand instead. A
 // sandbox's DELETED event deletes the pod's cache entry. When the stream
-// fails the PLEG falls back to relisting at RelistPeriod at once and
+// fails the PLEG falls back to relisting at the relist period at once and
 // reconnects with a jittered exponential backoff (WithBackOff)
 // forever — the kubelet gives up for good after 5 errors (#129827). When the
 // stream is back, one full relist reconciles what was missed, then the PLEG
-// is evented again, relisting only every SafetyNetPeriod (default 300 s).
+// is evented again, relisting only every safety-net period
+// (WithSafetyNetPeriod, default 300 s).
 // Mode() and the observer's ObservedModeChange show the mode. The event
 // stream is read by one reader that reconnects with a jittered back-off
 // (WithBackOff) and treats a closed events channel like an ended stream.
@@ -101,14 +102,15 @@
 //     GetNewerThan(uid, timeOfLastAction) — never take an entry whose
 //     timestamp is before their own last action as current — and, in
 //     evented mode, call RequestRelist(uid) rather than wait for the global
-//     time, which moves only every SafetyNetPeriod there.
+//     time, which moves only every safety-net period there (or use
+//     WaitContainerState, which does not depend on it).
 //   - Healthy() is true only if the runtime itself answered within the
 //     threshold (WithThreshold, default 3 min): a full relist or a pod
 //     relist started and succeeded, a probe succeeded, the stream connected
 //     or delivered an event. An idle event stream proves nothing, so in
-//     evented mode the PLEG probes the runtime every ProbePeriod (default
-//     threshold/3: one ListPodSandbox, also checked against the records,
-//     reconciling on a mismatch). A cache answer never counts. The error
+//     evented mode the PLEG probes the runtime every probe period
+//     (WithProbePeriod, default threshold/3: one ListPodSandbox, also
+//     checked against the records, reconciling on a mismatch). A cache answer never counts. The error
 //     says why: "pleg has yet to be successful", or "pleg was last seen
 //     active 3m10s ago; threshold is 3m0s (mode relisting; event stream
 //     down: ...; relists failing: ...)".

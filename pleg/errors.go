@@ -54,7 +54,8 @@ func (e *ConfigError) Error() string {
 	return "pleg: " + e.Option + ": " + e.Reason
 }
 
-// ArgError is a bad argument to a method: a nil ctx, an empty pod UID.
+// ArgError is a bad argument to a method: a nil ctx, an empty pod UID, or
+// a receiver not made by New (Arg "PLEG") or Subscribe (Arg "Subscription").
 type ArgError struct {
 	// Method is the method called.
 	Method string

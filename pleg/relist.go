@@ -522,8 +522,8 @@ func (p *PLEG) probe(ctx context.Context) error {
 	return nil
 }
 
-// relistLoop runs the full relists (at once, then every RelistPeriod, or
-// every SafetyNetPeriod in evented mode, and at once on a reconcile
+// relistLoop runs the full relists (at once, then every relist period, or
+// every safety-net period in evented mode, and at once on a reconcile
 // request), the evented mode's probes and its retries of failed pods.
 func (p *PLEG) relistLoop(ctx context.Context) {
 	var lastFull, lastProbe, lastRetry time.Time
