@@ -76,8 +76,8 @@ func errNotNew(method string) error {
 	return &ArgError{Method: method, Arg: "PLEG", Reason: "is not initialized: use New"}
 }
 
-// removedError says which container was removed before reaching which
-// state.
+// removedError says which container was removed before the PLEG saw it in
+// which state (it may have been in it between two relists).
 type removedError struct {
 	uid  types.UID
 	id   string
@@ -85,7 +85,7 @@ type removedError struct {
 }
 
 func (e *removedError) Error() string {
-	return fmt.Sprintf("pleg: container %q of pod %q was removed without reaching %s", e.id, e.uid, e.want)
+	return fmt.Sprintf("pleg: container %q of pod %q was removed before the PLEG saw it %s", e.id, e.uid, e.want)
 }
 
 // Unwrap returns ErrRemoved.

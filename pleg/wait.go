@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -153,7 +154,7 @@ func (p *PLEG) answerLocked(w *waiter) (bool, *runtimeapi.ContainerStatus, error
 		case w.want == waitRemoved || reaches(tb.last, w.want):
 			return true, tb.last, nil
 		}
-		return true, nil, &removedError{uid: w.uid, id: w.id, want: w.want.String()}
+		return true, nil, &removedError{uid: w.uid, id: w.id, want: strings.ToLower(strings.TrimPrefix(w.want.String(), "CONTAINER_"))}
 	}
 	if owner, ok := p.owner[w.id]; ok && owner != w.uid {
 		return true, nil, elsewhere(owner)

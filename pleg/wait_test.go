@@ -3,6 +3,7 @@ package pleg
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,8 +173,9 @@ func TestWaitContainerStateRemovedFirst(t *testing.T) {
 	if err := <-got; !errors.Is(err, ErrRemoved) {
 		t.Errorf("blocked WaitContainerState(RUNNING) of a removed container: %v; want ErrRemoved", err)
 	}
-	if _, err := env.p.WaitContainerState(ctx, sp.uid, id, running); !errors.Is(err, ErrRemoved) {
-		t.Errorf("WaitContainerState(RUNNING) after the removal: %v; want ErrRemoved", err)
+	_, err = env.p.WaitContainerState(ctx, sp.uid, id, running)
+	if want := "was removed before the PLEG saw it running"; !errors.Is(err, ErrRemoved) || !strings.Contains(err.Error(), want) {
+		t.Errorf("WaitContainerState(RUNNING) after the removal: %v; want ErrRemoved saying %q", err, want)
 	}
 	if st, err := env.p.WaitContainerRemoved(ctx, sp.uid, id); err != nil || st.GetState() != created {
 		t.Errorf("WaitContainerRemoved = %v, %v; want the last status (created)", st, err)
