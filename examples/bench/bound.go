@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
@@ -109,7 +108,7 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 	if len(paths) == 0 {
 		return 0, ""
 	}
-	cp := agent.Percentile(paths, q*100)
+	cp := percentile(paths, q*100)
 	capacity := time.Duration(0)
 	if rt.MaxConcurrency > 0 {
 		c := float64(rt.MaxConcurrency)

@@ -15,10 +15,12 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/criclient/podcri"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
@@ -295,10 +297,10 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	if n := len(startups); n > 0 {
 		res.Makespan = startups[n-1]
 	}
-	res.P50, res.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+	res.P50, res.P99 = percentile(startups, 50), percentile(startups, 99)
 	if n := len(byRuntime); n > 0 {
 		res.RuntimeMakespan = byRuntime[n-1]
-		res.RuntimeP50, res.RuntimeP99 = agent.Percentile(byRuntime, 50), agent.Percentile(byRuntime, 99)
+		res.RuntimeP50, res.RuntimeP99 = percentile(byRuntime, 50), percentile(byRuntime, 99)
 	}
 	if len(cpuSamples) > 0 && res.Makespan > 0 {
 		m := res.Makespan
@@ -309,7 +311,7 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	}
 	sort.Slice(relists, func(i, j int) bool { return relists[i] < relists[j] })
 	res.Relists = len(relists)
-	res.RelistP50, res.RelistP99 = agent.Percentile(relists, 50), agent.Percentile(relists, 99)
+	res.RelistP50, res.RelistP99 = percentile(relists, 50), percentile(relists, 99)
 	return res, nil
 }
 
@@ -336,13 +338,16 @@ func runRaw(ctx context.Context, rt *criclient.Client, pods []*corev1.Pod, seria
 	defer cancel()
 	t0 := time.Now()
 	startPod := func(pod *corev1.Pod) (time.Duration, error) {
-		sbc := agent.SandboxConfig(pod, 0)
+		sbc, err := rawSandboxConfig(pod)
+		if err != nil {
+			return 0, err
+		}
 		sb, err := rt.RunPodSandbox(ctx, sbc, "")
 		if err != nil {
 			return 0, err
 		}
 		startOne := func(c *corev1.Container) error {
-			cfg, err := agent.ContainerConfig(pod, c, false, 0)
+			cfg, err := rawContainerConfig(pod, c)
 			if err != nil {
 				return err
 			}
@@ -422,7 +427,7 @@ func simulatedCPU(spent func() time.Duration) func() (admission.CPUReader, error
 // mode's admission the node's CPU time.
 func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod, mode string, rc runConfig, deadline time.Time, nodeCPU func() (admission.CPUReader, error)) ([]time.Duration, []string, bool, int, error) {
 	m := agent.ModeSyncPod
-	opts := []agent.Option{agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log)}
+	opts := []agent.Option{agent.WithTuning(agent.Tuning{TimeScale: rc.scale}), agent.WithLogger(rc.log)}
 	var ctl *admission.Controller
 	spec := rc.admission
 	if base, own, ok := strings.Cut(mode, "@"); ok && base == "syncpod" {
@@ -432,7 +437,7 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 	case "baseline":
 		m = agent.ModeBaseline
 	case "unbounded":
-		opts = append(opts, agent.WithStartAdmission(nil))
+		opts = append(opts, agent.WithTuning(agent.Tuning{NoStartAdmission: true}))
 	case "syncpod":
 		cpu, err := nodeCPU()
 		if err != nil {
@@ -446,7 +451,7 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 			return nil, nil, false, 0, err
 		}
 		defer ctl.Close()
-		opts = append(opts, agent.WithStartAdmission(ctl))
+		opts = append(opts, agent.WithTuning(agent.Tuning{StartAdmission: ctl}))
 	default:
 		return nil, nil, false, 0, fmt.Errorf("unknown mode %q (want one of %v)", mode, cpuBurstModes)
 	}
@@ -455,7 +460,7 @@ func runAgent(ctx context.Context, client *criclient.Client, pods []*corev1.Pod,
 	var order []string
 	done := make(chan struct{})
 	opts = append(opts, agent.WithMode(m), agent.WithEventHook(func(e agent.Event) {
-		if e.Type != agent.EventRunning {
+		if e.Type != "PodRunning" {
 			return
 		}
 		mu.Lock()
@@ -657,3 +662,37 @@ func processCPU() (time.Duration, error) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
+
+// rawSandboxConfig and rawContainerConfig are the configs of the raw
+// modes' direct CRI calls: the library's conversion on the node's network,
+// labelled as the agent labels what it makes, so that the agent's cleanup
+// removes them, with the pod's per-container annotations
+// ("<key>.<container>") that the simulated runtime reads.
+func rawSandboxConfig(pod *corev1.Pod) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, err := podcri.SandboxConfig(pod, podcri.WithNodeNetwork())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Labels[managedLabel] = "true"
+	return cfg, nil
+}
+
+func rawContainerConfig(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.ContainerConfig, error) {
+	ns := podcri.NamespaceOptions(pod)
+	ns.Network = runtimeapi.NamespaceMode_NODE
+	cfg, err := podcri.ContainerConfig(pod, c, podcri.WithNamespaceOptions(ns))
+	if err != nil {
+		return nil, err
+	}
+	cfg.LogPath = ""
+	for k, v := range pod.Annotations {
+		if key, ok := strings.CutSuffix(k, "."+c.Name); ok {
+			cfg.Annotations[key] = v
+		}
+	}
+	cfg.Labels[managedLabel] = "true"
+	return cfg, nil
+}
+
+// managedLabel marks what the agent made, and what its cleanup removes.
+const managedLabel = "syncpod.io/managed"

@@ -34,7 +34,7 @@ func newStartResult(scenario, mode string, pods int, startups []time.Duration, t
 	r := startResult{Scenario: scenario, Mode: mode, Pods: pods, Started: len(startups), TimedOut: timedOut}
 	if len(startups) > 0 {
 		r.Makespan = startups[len(startups)-1]
-		r.P50, r.P99 = agent.Percentile(startups, 50), agent.Percentile(startups, 99)
+		r.P50, r.P99 = percentile(startups, 50), percentile(startups, 99)
 	}
 	return r
 }

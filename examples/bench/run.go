@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,12 +113,11 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 
 	var mu sync.Mutex
 	startups := map[string]time.Duration{}
-	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithTimeScale(rc.scale), agent.WithLogger(rc.log),
-		agent.WithHealthThreshold(sc.HealthThreshold),
+	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(rc.log),
 		// The stall scenario's unhealthy time is seconds long: sample finely.
-		agent.WithHealthSampling(20*time.Millisecond),
+		agent.WithTuning(agent.Tuning{TimeScale: rc.scale, HealthThreshold: sc.HealthThreshold, HealthSampling: 20 * time.Millisecond}),
 		agent.WithEventHook(func(e agent.Event) {
-			if e.Type == agent.EventRunning {
+			if e.Type == "PodRunning" {
 				mu.Lock()
 				startups[e.Pod] = e.Duration
 				mu.Unlock()
@@ -228,7 +229,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	res.Calls = calls.n.Load()
 	res.Started = len(res.Startups)
 	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
-	res.P50, res.P99 = agent.Percentile(res.Startups, 50), agent.Percentile(res.Startups, 99)
+	res.P50, res.P99 = percentile(res.Startups, 50), percentile(res.Startups, 99)
 
 	if rc.settled != nil {
 		rc.settled()
@@ -362,4 +363,16 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// percentile returns the p-th percentile (0..100) of ds by the
+// nearest-rank method, 0 for an empty slice. ds is not modified.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := min(max(int(math.Ceil(p/100*float64(len(s)))), 1), len(s))
+	return s[rank-1]
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
@@ -47,6 +48,11 @@ type options struct {
 // loaded containerd to stop 50 pods whose calls time out now and then.
 const defaultCleanupWait = 5 * time.Minute
 
+// defaultPodDir is where the command keeps its pods' directories
+// (volumes, termination-message files), as the kubelet keeps
+// /var/lib/kubelet/pods.
+const defaultPodDir = "/var/lib/syncpod/pods"
+
 func main() {
 	var o options
 	fs := flag.NewFlagSet("syncpod", flag.ExitOnError)
@@ -60,7 +66,7 @@ func main() {
 	fs.DurationVar(&o.cleanupWait, "cleanup-timeout", defaultCleanupWait, "with --cleanup: keep retrying the removal this long, then name the pods left and exit non-zero")
 	fs.DurationVar(&o.timeout, "demo-timeout", defaultDemoTimeout, "demo: give up waiting for the pods after this long")
 	fs.BoolVar(&o.untilUp, "exit-when-running", false, "with --manifests: exit once every pod is running (for scripts)")
-	fs.StringVar(&o.podDir, "pod-dir", agent.DefaultPodDir, "directory of the pods' volumes and termination-message files (the embedded runtime uses a temporary one unless this is given)")
+	fs.StringVar(&o.podDir, "pod-dir", defaultPodDir, "directory of the pods' volumes and termination-message files (the embedded runtime uses a temporary one unless this is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncpod [flags]\n\nRuns pods on a CRI runtime with syncpod's building blocks.\n"+
 			"With no flags it runs a demo burst on an embedded simulated runtime.\n\n")
@@ -156,7 +162,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	progress := newProgress(out, !o.json && isTerminal(out))
-	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(log), agent.WithMetrics(reg), agent.WithPodDir(o.podDir),
+	a, err := agent.New(client.CRI(), client.CRI(), agent.WithMode(mode), agent.WithLogger(log), agent.WithTuning(agent.Tuning{Metrics: reg}), agent.WithNode(agent.Node{PodDir: o.podDir}),
 		agent.WithEventHook(progress.observe))
 	if err != nil {
 		return err
@@ -208,8 +214,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 				a.Apply(u)
 			}
 		}
-		src := agent.NewManifestDir(o.manifests, apply, agent.WithManifestLogger(log),
-			agent.WithManifestErrors(func(err error) {
+		src := manifest.NewDir(o.manifests, apply, manifest.WithLogger(log),
+			manifest.WithErrors(func(err error) {
 				progress.clear()
 				fmt.Fprintln(os.Stderr, "manifest error:", err)
 			}))
@@ -272,8 +278,8 @@ func demoDone(s agent.Snapshot) bool {
 	}
 	for _, p := range s.Pods {
 		switch {
-		case p.State == agent.PodRunning && p.Startup > 0:
-		case p.State == agent.PodCrashLoop && p.Restarts >= 1:
+		case p.State == "Running" && p.Startup > 0:
+		case p.State == "CrashLoopBackOff" && p.Restarts >= 1:
 		default:
 			return false
 		}

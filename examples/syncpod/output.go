@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -124,8 +126,8 @@ func printSummary(out io.Writer, s agent.Snapshot, st agent.Stats, elapsed time.
 		ms = func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	}
 	sum := summary{Mode: string(mode), Elapsed: ms(elapsed), Pods: s.Pods, Started: st.StartupsTotal,
-		P50: ms(agent.Percentile(st.Startups, 50)), P90: ms(agent.Percentile(st.Startups, 90)),
-		P99: ms(agent.Percentile(st.Startups, 99)), WorkerBlocked: ms(st.WorkerBlocked),
+		P50: ms(percentile(st.Startups, 50)), P90: ms(percentile(st.Startups, 90)),
+		P99: ms(percentile(st.Startups, 99)), WorkerBlocked: ms(st.WorkerBlocked),
 		MaxRelist: ms(st.MaxRelist), PLEGUnhealthy: ms(st.PLEGUnhealthy), PLEGMode: s.PLEGMode}
 	if sum.Pods == nil {
 		sum.Pods = []agent.PodReport{}
@@ -152,4 +154,16 @@ func printSummary(out io.Writer, s agent.Snapshot, st agent.Stats, elapsed time.
 		"worker time blocked %s · max relist %s · PLEG %s, unhealthy for %s\n",
 		sum.Mode, sum.Started, sum.Elapsed, sum.P50, sum.P90, sum.P99, sum.WorkerBlocked, sum.MaxRelist, sum.PLEGMode, sum.PLEGUnhealthy)
 	return err
+}
+
+// percentile returns the p-th percentile (0..100) of ds by the
+// nearest-rank method, 0 for an empty slice. ds is not modified.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := min(max(int(math.Ceil(p/100*float64(len(s)))), 1), len(s))
+	return s[rank-1]
 }

@@ -11,7 +11,7 @@ import (
 
 // containerKill is a running container that must go.
 type containerKill struct {
-	status *ContainerStatus
+	status *containerInstance
 	reason string
 	// keep: stop it but keep the exited instance, so that it is restarted
 	// through the crash-loop back-off (a liveness, startup or postStart
@@ -86,7 +86,7 @@ func backoffKey(pod *corev1.Pod, name string) string { return string(pod.UID) + 
 // startup probe failed is killed and kept exited, to be restarted through
 // the crash-loop back-off, and a running sidecar whose startup probe has
 // not passed gates what follows it until the pod first initialised.
-func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, chain bool, pv probeView) *podActions {
+func computePodActions(pod *corev1.Pod, status *runtimePodStatus, bo *crashBackoff, chain bool, pv probeView) *podActions {
 	if pv == nil {
 		pv = noProbes{}
 	}
@@ -142,7 +142,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 	}
 	replaced := map[string]bool{}
 	for _, cs := range status.Containers {
-		if cs.State == StateExited {
+		if cs.State == stateExited {
 			continue
 		}
 		if l := status.Latest(cs.Name); l != nil && l.Assumed && cs.Attempt <= l.Attempt {
@@ -155,7 +155,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		case cs.Hash != "" && cs.Hash != containerHash(spec):
 			a.kill = append(a.kill, containerKill{status: cs, reason: "spec changed"})
 			replaced[cs.Name] = true
-		case cs.State == StateUnknown:
+		case cs.State == stateUnknown:
 			// Created but not started at the start of a sync: a start that
 			// failed or was cancelled. Replace it.
 			a.kill = append(a.kill, containerKill{status: cs, reason: "created but never started"})
@@ -168,7 +168,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 	}
 	// failed: an exit that counts as a failure for the restart policy,
 	// which a kill by the agent (a probe or hook failure) always is.
-	failed := func(cs *ContainerStatus) bool {
+	failed := func(cs *containerInstance) bool {
 		reason, _, _ := pv.killReason(pod.UID, cs.ID)
 		return cs.ExitCode != 0 || reason != ""
 	}
@@ -180,16 +180,16 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 			initialized = true
 		}
 	}
-	next := func(name string) (latest *ContainerStatus, attempt uint32, remove []string) {
+	next := func(name string) (latest *containerInstance, attempt uint32, remove []string) {
 		latest = status.Latest(name)
 		for _, cs := range status.Containers {
-			if cs.Name == name && cs.State == StateExited && cs != latest {
+			if cs.Name == name && cs.State == stateExited && cs != latest {
 				remove = append(remove, cs.ID)
 			}
 		}
 		if latest != nil {
 			attempt = latest.Attempt + 1
-			if latest.State == StateExited {
+			if latest.State == stateExited {
 				remove = append(remove, latest.ID)
 			}
 		}
@@ -206,14 +206,14 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 	}
 	// restartable applies crash-loop backoff to an exited instance; the
 	// back-off advances only when the restart really happens (startContainer).
-	restartable := func(name string, latest *ContainerStatus) bool {
+	restartable := func(name string, latest *containerInstance) bool {
 		if in, left := bo.inBackoff(backoffKey(pod, name), latest.FinishedAt); in {
 			wait(name, left)
 			return false
 		}
 		return true
 	}
-	withRestart := func(step containerStart, latest *ContainerStatus) containerStart {
+	withRestart := func(step containerStart, latest *containerInstance) containerStart {
 		step.restartKey, step.finishedAt = backoffKey(pod, step.spec.Name), latest.FinishedAt
 		return step
 	}
@@ -225,7 +225,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		step := containerStart{spec: c, attempt: attempt, init: true, sidecar: podcri.IsSidecar(c), remove: remove}
 		if podcri.IsSidecar(c) {
 			switch {
-			case latest != nil && latest.State == StateRunning:
+			case latest != nil && latest.State == stateRunning:
 				if started, _ := pv.state(pod.UID, c.Name, latest.ID); !started && !initialized {
 					return a // its startup probe gates what follows
 				}
@@ -250,7 +250,7 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		case latest == nil:
 			a.initSteps = append(a.initSteps, step)
 			return a
-		case latest.State != StateExited:
+		case latest.State != stateExited:
 			return a // running: wait for it to exit
 		case latest.ExitCode == 0:
 			continue
@@ -275,11 +275,11 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 		switch {
 		case latest == nil:
 			a.start = append(a.start, step)
-		case latest.State == StateRunning:
+		case latest.State == stateRunning:
 			if !latest.Assumed {
 				running++
 			}
-		case latest.State == StateExited:
+		case latest.State == stateExited:
 			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways ||
 				(pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && failed(latest))
 			if !restart {
@@ -304,10 +304,10 @@ func computePodActions(pod *corev1.Pod, status *PodStatus, bo *crashBackoff, cha
 }
 
 // completed reports whether every regular container of pod has exited 0.
-func completed(pod *corev1.Pod, status *PodStatus) bool {
+func completed(pod *corev1.Pod, status *runtimePodStatus) bool {
 	for i := range pod.Spec.Containers {
 		l := status.Latest(pod.Spec.Containers[i].Name)
-		if l == nil || l.State != StateExited || l.ExitCode != 0 {
+		if l == nil || l.State != stateExited || l.ExitCode != 0 {
 			return false
 		}
 	}

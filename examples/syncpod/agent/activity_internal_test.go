@@ -93,7 +93,7 @@ func TestTrackedStoreParkedReads(t *testing.T) {
 	a.add(-1)
 
 	// A fresh entry is read without parking.
-	s.Set("v", &PodStatus{UID: "v"}, nil, t0.Add(2*time.Second))
+	s.Set("v", &runtimePodStatus{UID: "v"}, nil, t0.Add(2*time.Second))
 	a.add(1)
 	if _, err := s.GetNewerThan(context.Background(), "v", t0.Add(time.Second)); err != nil {
 		t.Fatal(err)

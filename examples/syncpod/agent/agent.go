@@ -30,12 +30,13 @@ type Agent struct {
 	metrics *metrics
 
 	inspector    *inspector
-	cache        StatusStore
+	cache        statusStore
 	backoff      *crashBackoff
 	images       imageGate
 	workers      *podWorkers
-	relister     *relister             // baseline: the generic relisting PLEG
-	lifecycle    *eventedLifecycle     // syncpod: the pleg package
+	source       statusSource          // the PLEG: evented (syncpod) or relisting (baseline)
+	relister     *relister             // baseline: source, for its sync
+	lifecycle    *eventedLifecycle     // syncpod: source, for its sync
 	admission    *admission.Controller // syncpod: node-wide start admission (nil: none)
 	ownAdmission bool                  // made by New, closed by Stop
 	pods         *podRecords
@@ -95,7 +96,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, errors.New("agent: New: runtime and image services are required")
 	}
 	cfg := config{mode: ModeSyncPod, clock: clock.RealClock{}, log: zap.NewNop(), scale: 1,
-		startParallel: 8, pullParallel: DefaultPullParallelism}
+		startParallel: 8, pullParallel: defaultPullParallelism}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -105,13 +106,13 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
 	if cfg.probeWorkers < 0 {
-		return nil, fmt.Errorf("agent: New: WithProbeWorkers: %d is negative", cfg.probeWorkers)
+		return nil, fmt.Errorf("agent: New: WithTuning: ProbeWorkers %d is negative", cfg.probeWorkers)
 	}
 	if cfg.probeWorkers == 0 {
-		cfg.probeWorkers = DefaultProbeWorkers
+		cfg.probeWorkers = defaultProbeWorkers
 	}
 	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
-		return nil, fmt.Errorf("agent: New: WithPodDir: %q is not an absolute path", cfg.podDir)
+		return nil, fmt.Errorf("agent: New: WithNode: PodDir %q is not an absolute path", cfg.podDir)
 	}
 	cfg.startParallel = max(cfg.startParallel, 1)
 	cfg.pullParallel = max(cfg.pullParallel, 1)
@@ -121,9 +122,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		// only a few thresholds long is seen.
 		threshold := cfg.healthThreshold
 		if threshold <= 0 {
-			threshold = cfg.scaled(RelistThreshold)
+			threshold = cfg.scaled(relistThreshold)
 		}
-		cfg.sampleEvery = min(DefaultHealthSampling, max(threshold/4, time.Millisecond))
+		cfg.sampleEvery = min(defaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
 	a := &Agent{cfg: cfg, runtime: &runtimeLayer{rt: rt, img: img}, clock: cfg.clock, log: cfg.log,
 		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
@@ -136,7 +137,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.inspector = newInspector(a.runtime)
 	cache := newStatusCache()
 	a.cache = cache
-	crashInitial, crashMax := cfg.scaled(CrashLoopInitial), cfg.scaled(CrashLoopMax)
+	crashInitial, crashMax := cfg.scaled(crashLoopInitial), cfg.scaled(crashLoopMax)
 	if cfg.crashInitial > 0 {
 		crashInitial = cfg.crashInitial
 	}
@@ -158,26 +159,27 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.podStatusChanged(pod.UID) // its waiting reasons may have changed
 		return res
 	}
-	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(SyncErrorBackoff))
+	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(syncErrorBackoff))
 	a.workers.onExit = a.forgetPod
 	a.workers.active = a.active
 	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.workers.Wake, a.podStatusChanged)
 
 	observePull := func(image string, d time.Duration, err error) {
 		a.metrics.observePull(d, err)
-		a.emit(Event{Type: EventPulled, Image: image, Duration: d, Err: err})
+		a.emit(Event{Type: eventPulled, Image: image, Duration: d, Err: err})
 	}
 	observeRelist := func(d time.Duration, err error) { a.metrics.relist.Observe(d.Seconds()) }
 	if cfg.mode == ModeBaseline {
 		threshold := cfg.healthThreshold
 		if threshold == 0 {
-			threshold = cfg.scaled(RelistThreshold)
+			threshold = cfg.scaled(relistThreshold)
 		}
-		period := cfg.scaled(RelistPeriod)
+		period := cfg.scaled(relistPeriod)
 		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
 		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.wakeAndReport, observeRelist)
 		a.relister.active = a.active
+		a.source = a.relister
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
 		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
@@ -199,7 +201,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 			a.images.close()
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}
-		a.lifecycle = l
+		a.lifecycle, a.source = l, l
 	}
 	return a, nil
 }
@@ -220,20 +222,14 @@ func (a *Agent) Start() error {
 	}
 	a.started = true
 	a.prober.start()
-	if a.relister != nil {
-		a.relister.kick() // the first relist, at once
-	}
+	a.source.start()
 	if a.notifier != nil {
 		a.wg.Go(func() { a.runStatusNotifier(a.ctx) })
 	}
 	a.wg.Add(2)
 	go func() {
 		defer a.wg.Done()
-		if a.lifecycle != nil {
-			a.lifecycle.run(a.ctx)
-		} else {
-			a.relister.run(a.ctx)
-		}
+		a.source.run(a.ctx)
 	}()
 	go func() {
 		defer a.wg.Done()
@@ -252,15 +248,8 @@ func (a *Agent) Apply(u PodUpdate) {
 			pod.UID = StaticPodUID(pod)
 		}
 		a.pods.desire(pod, a.clock.Now(), u.Op == OpAdd)
-		a.emit(Event{Type: EventType(u.Op.String()), Pod: podKey(pod)})
-		if a.cfg.mode == ModeSyncPod {
-			// Pulls start the moment the pod is known, ahead of its
-			// sandbox: they are the long pole of a start.
-			sb := a.podSandboxConfig(pod, 0)
-			for _, image := range podImages(pod) {
-				_, _ = a.images.ensure(a.ctx, pod.UID, image, pullPriority(pod, image), sb)
-			}
-		}
+		a.emit(Event{Type: u.Op.String(), Pod: podKey(pod)})
+		a.images.prefetch(a.ctx, pod, a.podSandboxConfig(pod, 0))
 		a.workers.UpdatePod(pod)
 		a.podStatusChanged(pod.UID)
 	case OpDelete:
@@ -277,7 +266,7 @@ func (a *Agent) Apply(u PodUpdate) {
 			a.pods.update(uid, func(rec *podRecord) { rec.deleting = u.Pod })
 		}
 		if u.Pod != nil {
-			a.emit(Event{Type: EventDeleted, Pod: podKey(u.Pod)})
+			a.emit(Event{Type: eventDeleted, Pod: podKey(u.Pod)})
 		}
 		var grace *int64
 		if u.Pod != nil {
@@ -376,7 +365,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil && ctx.Err() == nil {
 		a.log.Warn("kill pod", zap.String("pod", podKey(pod)), zap.Error(err))
 	}
-	a.emit(Event{Type: EventKilled, Pod: podKey(pod), Err: err})
+	a.emit(Event{Type: eventKilled, Pod: podKey(pod), Err: err})
 	return err
 }
 
@@ -405,14 +394,7 @@ func (a *Agent) emit(e Event) {
 	}
 }
 
-func (a *Agent) plegHealth() (bool, error, string) {
-	if a.lifecycle != nil {
-		ok, err := a.lifecycle.p.Healthy()
-		return ok, err, a.lifecycle.p.Mode().String()
-	}
-	ok, err := a.relister.healthy()
-	return ok, err, "relist"
-}
+func (a *Agent) plegHealth() (bool, error, string) { return a.source.health() }
 
 // sampleHealth integrates the time PLEG reports unhealthy, after the first
 // successful relist (startup is not a failure).
@@ -441,7 +423,7 @@ func (a *Agent) sampleHealth() {
 		a.healthStatus.mu.Unlock()
 		a.metrics.setHealth(ok)
 		if changed {
-			a.emit(Event{Type: EventHealth, Healthy: ok, Err: err})
+			a.emit(Event{Type: eventHealth, Healthy: ok, Err: err})
 		}
 	}
 }
@@ -465,12 +447,9 @@ func (a *Agent) expectationsFor(uid types.UID) *expectations {
 // that would have reacted sooner. The pleg package's own goroutines and
 // the runtime are not covered.
 func (a *Agent) quiescent() bool {
-	return a.active.idle() && a.images.inFlight() == 0 && (a.lifecycle == nil || a.lifecycle.drained())
+	return a.active.idle() && a.images.inFlight() == 0 && a.source.drained()
 }
 
 func (a *Agent) maxRelist() time.Duration {
-	if a.lifecycle != nil {
-		return a.lifecycle.relistMax()
-	}
-	return a.relister.maxRelist()
+	return a.source.longestRelist()
 }

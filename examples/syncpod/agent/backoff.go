@@ -12,8 +12,8 @@ import (
 // immediate, then 10 s doubling up to 5 min; a container that ran without
 // crashing for twice the maximum starts over.
 const (
-	CrashLoopInitial = 10 * time.Second  // the wait before the second restart
-	CrashLoopMax     = 300 * time.Second // the longest wait
+	crashLoopInitial = 10 * time.Second  // the wait before the second restart
+	crashLoopMax     = 300 * time.Second // the longest wait
 )
 
 // crashBackoff is the per-container crash-loop back-off, the kubelet's

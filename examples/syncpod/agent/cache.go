@@ -9,20 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// StatusStore is the pod-status cache the agent writes and its workers
+// statusStore is the pod-status cache the agent writes and its workers
 // read, with the kubelet's semantics (GetNewerThan blocks until the entry
 // or the global time is newer than minTime). A
-// statecache.Cache[types.UID, *PodStatus] satisfies it.
-type StatusStore interface {
-	Get(key types.UID) (*PodStatus, error)                                                  // the stored status, nil if none
-	Set(key types.UID, value *PodStatus, err error, timestamp time.Time) (updated bool)     // refused if older than the stored one
-	Delete(key types.UID)                                                                   // forget the pod
-	UpdateTime(timestamp time.Time)                                                         // every entry is at least this fresh
-	GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*PodStatus, error) // blocks until newer than minTime
+// statecache.Cache[types.UID, *runtimePodStatus] satisfies it.
+type statusStore interface {
+	Get(key types.UID) (*runtimePodStatus, error)                                                  // the stored status, nil if none
+	Set(key types.UID, value *runtimePodStatus, err error, timestamp time.Time) (updated bool)     // refused if older than the stored one
+	Delete(key types.UID)                                                                          // forget the pod
+	UpdateTime(timestamp time.Time)                                                                // every entry is at least this fresh
+	GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*runtimePodStatus, error) // blocks until newer than minTime
 }
 
-var _ StatusStore = (*statecache.Cache[types.UID, *PodStatus])(nil)
-var _ StatusStore = (*trackedStore)(nil)
+var _ statusStore = (*statecache.Cache[types.UID, *runtimePodStatus])(nil)
+var _ statusStore = (*trackedStore)(nil)
 
 // trackedStore counts the keys present, so the churn benchmark can show the
 // cache returning to empty. With trackReads it also keeps active exact
@@ -30,7 +30,7 @@ var _ StatusStore = (*trackedStore)(nil)
 // counts again from the moment the write that satisfies it is made (by the
 // writer, which is itself counted), not from when the reader next runs.
 type trackedStore struct {
-	StatusStore
+	statusStore
 	keys *keyCounter
 
 	mu       sync.Mutex // held across each write when reads are tracked
@@ -48,7 +48,7 @@ type parkedRead struct {
 }
 
 func newStatusCache() *trackedStore {
-	return &trackedStore{StatusStore: statecache.New[types.UID, *PodStatus](), keys: newKeyCounter()}
+	return &trackedStore{statusStore: statecache.New[types.UID, *runtimePodStatus](), keys: newKeyCounter()}
 }
 
 // keyCounter is the set of keys a cache holds.
@@ -103,13 +103,13 @@ func (t *trackedStore) wakeLocked() {
 	}
 }
 
-// Set implements StatusStore.
-func (t *trackedStore) Set(key types.UID, value *PodStatus, err error, ts time.Time) bool {
+// Set implements statusStore.
+func (t *trackedStore) Set(key types.UID, value *runtimePodStatus, err error, ts time.Time) bool {
 	if t.active != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 	}
-	ok := t.StatusStore.Set(key, value, err, ts)
+	ok := t.statusStore.Set(key, value, err, ts)
 	if ok {
 		t.keys.add(key)
 		if t.active != nil {
@@ -122,47 +122,47 @@ func (t *trackedStore) Set(key types.UID, value *PodStatus, err error, ts time.T
 	return ok
 }
 
-// Delete implements StatusStore.
+// Delete implements statusStore.
 func (t *trackedStore) Delete(key types.UID) {
 	if t.active != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		delete(t.modified, key)
 	}
-	t.StatusStore.Delete(key)
+	t.statusStore.Delete(key)
 	t.keys.remove(key)
 }
 
-// UpdateTime implements StatusStore.
+// UpdateTime implements statusStore.
 func (t *trackedStore) UpdateTime(ts time.Time) {
 	if t.active == nil {
-		t.StatusStore.UpdateTime(ts)
+		t.statusStore.UpdateTime(ts)
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.StatusStore.UpdateTime(ts)
+	t.statusStore.UpdateTime(ts)
 	if ts.After(t.global) {
 		t.global = ts
 	}
 	t.wakeLocked()
 }
 
-// GetNewerThan implements StatusStore.
-func (t *trackedStore) GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*PodStatus, error) {
+// GetNewerThan implements statusStore.
+func (t *trackedStore) GetNewerThan(ctx context.Context, key types.UID, minTime time.Time) (*runtimePodStatus, error) {
 	if t.active == nil {
-		return t.StatusStore.GetNewerThan(ctx, key, minTime)
+		return t.statusStore.GetNewerThan(ctx, key, minTime)
 	}
 	t.mu.Lock()
 	if t.freshLocked(key, minTime) {
 		t.mu.Unlock()
-		return t.StatusStore.GetNewerThan(ctx, key, minTime)
+		return t.statusStore.GetNewerThan(ctx, key, minTime)
 	}
 	r := &parkedRead{key: key, minTime: minTime}
 	t.parked[r] = struct{}{}
 	t.active.add(-1)
 	t.mu.Unlock()
-	st, err := t.StatusStore.GetNewerThan(ctx, key, minTime)
+	st, err := t.statusStore.GetNewerThan(ctx, key, minTime)
 	t.mu.Lock()
 	delete(t.parked, r)
 	if !r.woken { // ctx ended first

@@ -27,7 +27,7 @@ type CleanupError struct {
 	// Remaining names each pod (namespace/name) that still has a sandbox,
 	// sorted; empty when no pass could list the sandboxes.
 	Remaining []string
-	// Dirs names the pod directories (WithPodDir) that could not be
+	// Dirs names the pod directories (Node.PodDir) that could not be
 	// removed once every sandbox was.
 	Dirs []string
 	// Err is the last failure of a pass (a runtime error, or ctx's error).
@@ -47,7 +47,7 @@ func (e *CleanupError) Error() string {
 func (e *CleanupError) Unwrap() error { return e.Err }
 
 // Cleanup removes every sandbox the agent (or an earlier run of it) made,
-// with their containers, and then every pod directory under WithPodDir's
+// with their containers, and then every pod directory under Node.PodDir's
 // directory (emptyDirs and all). Call it after Stop.
 //
 // A pass lists the agent's sandboxes and removes them, 8 at a time; when

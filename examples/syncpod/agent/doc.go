@@ -1,15 +1,21 @@
 // Package agent is the syncpod example's node agent: it runs corev1.Pods on
 // a CRI runtime, composed from syncpod's packages (asyncpull, pleg,
-// statecache, concurrentstart/podplan, locks), or, in ModeBaseline, the way
-// today's kubelet does, for comparison.
+// statecache, concurrentstart/admission, criclient/podcri, locks), or, in
+// ModeBaseline, the way today's kubelet does, for comparison.
 //
 //	a, err := agent.New(client, client)         // a criclient.Client, or any cri-api RuntimeService + ImageManagerService
 //	if err != nil { ... }
 //	_ = a.Start()
 //	defer a.Stop()                              // stops every worker; a.Cleanup(ctx) also removes the pods
-//	src := agent.NewManifestDir("/etc/pods", a.Apply)
-//	go src.Run(ctx)                             // or a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pod})
+//	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pod}) // or let a source feed it (package manifest)
 //	snap := a.Snapshot()                        // pods, states, startup latencies, PLEG mode and health
+//
+// Shape, as the kubelet's: one worker per pod runs its syncs; a sync
+// computes what to do (podActions, from the pod, its cached runtime status
+// and the agent's per-pod state), then does it; every RuntimeService and
+// ImageManagerService call goes through one runtime layer (runtime.go, the
+// kubelet's kuberuntime). WithNode says how pods sit on the node,
+// WithTuning sets the bounds and periods.
 //
 // Guarantees: one worker per pod; updates coalesce (the last desired state
 // wins); a delete cancels the pod's running sync, stops its containers as
@@ -18,10 +24,9 @@
 // given at least 2 s), removes them and the sandbox and then every per-pod
 // entry (worker, cache, back-off, records);
 // Stop cancels syncs and pulls and returns once every goroutine it started
-// has; bad manifests give a *ManifestError naming file, document, pod and
-// field, and never stop the other pods. Pods use the node's network
-// namespace (no CNI). Static pods get a UID derived from namespace/name, so
-// an edited manifest updates its pod.
+// has. Pods use the node's network namespace unless Node.PodNetwork.
+// Pods without a UID get StaticPodUID, derived from namespace/name, so an
+// edited manifest updates its pod.
 //
 // Restarts: an agent started on a runtime that holds its earlier run's
 // pods (it was killed, not stopped) adopts the pods it is asked for as
@@ -37,11 +42,11 @@
 //
 // Probes and hooks, as the kubelet runs them: startup, readiness and
 // liveness probes (exec through the runtime's ExecSync, httpGet, tcpSocket,
-// gRPC; httpGet, tcpSocket and gRPC reach WithNodeIP, default 127.0.0.1,
+// gRPC; httpGet, tcpSocket and gRPC reach Node.IP, default 127.0.0.1,
 // unless they name a host) with their period, timeout, thresholds and initial
 // delay; readiness false until its first success, liveness and readiness
 // only once the startup probe passed, fresh probes for each container
-// instance. They run on a pool of WithProbeWorkers goroutines shared by
+// instance. They run on a pool of Tuning.ProbeWorkers goroutines shared by
 // every pod, never in a pod's sync. A liveness or startup failure kills
 // the container (its preStop hook first; event Killing, "Container X failed
 // liveness probe, will be restarted") and it restarts through the
@@ -57,12 +62,12 @@
 // rest StopContainer gets (at least 2 s); a failure or overrun gives
 // FailedPreStopHook.
 //
-// Volumes (WithPodDir): emptyDir (a tmpfs for medium Memory, as root;
+// Volumes (Node.PodDir): emptyDir (a tmpfs for medium Memory, as root;
 // sizeLimit is not enforced on disk), hostPath with the kubelet's type
 // checks, and downwardAPI and projected downwardAPI files, written
 // atomically and rewritten when the pod's metadata changes; a volume that
 // cannot be set up fails only the starts of the containers mounting it,
-// with a *VolumeError, and is retried on the next sync. A pod's directory
+// with a *volumeError, and is retried on the next sync. A pod's directory
 // goes with its sandbox; an adopting agent keeps it.
 //
 // Statuses: Agent.Pod gives a pod with the corev1.PodStatus a kubelet

@@ -7,28 +7,8 @@ import (
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 )
-
-func ExampleParseManifests() {
-	pods, err := agent.ParseManifests("pods.yaml", []byte(`
-apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers: [{name: app, image: nginx}]
----
-metadata: {name: broken}
-spec:
-  containers: [{name: app, image: nginx}, {name: app, image: redis}]
-`))
-	for _, p := range pods {
-		fmt.Println("pod", p.Namespace+"/"+p.Name)
-	}
-	fmt.Println(err)
-	// Output:
-	// pod default/web
-	// pods.yaml (document 2) pod default/broken: spec.containers[1].name: duplicate container name "app" (also spec.containers[0])
-}
 
 func ExampleAgent() {
 	srv, _ := crisim.Start(crisim.WithImage("nginx", 1<<20))
@@ -43,7 +23,7 @@ func ExampleAgent() {
 		}
 	}))
 	_ = a.Start()
-	pods, _ := agent.ParseManifests("web.yaml", []byte(`
+	pods, _ := manifest.Parse("web.yaml", []byte(`
 metadata: {name: web}
 spec: {containers: [{name: app, image: nginx}]}`))
 	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pods[0]})

@@ -26,14 +26,14 @@ import (
 // User agents of the agent's HTTP probes and hooks. The "kube-probe/"
 // prefix is what applications commonly recognise probes by.
 const (
-	ProbeUserAgent     = "kube-probe/syncpod"
-	LifecycleUserAgent = "kube-lifecycle/syncpod"
+	probeUserAgent     = "kube-probe/syncpod"
+	lifecycleUserAgent = "kube-lifecycle/syncpod"
 )
 
-// DefaultNodeIP is the host probes and hooks reach when neither the
-// handler nor WithNodeIP names one: the agent's pods share the node's
+// defaultNodeIP is the host probes and hooks reach when neither the
+// handler nor Node.IP names one: the agent's pods share the node's
 // network namespace, so the pod's IP is the node's and loopback reaches it.
-const DefaultNodeIP = "127.0.0.1"
+const defaultNodeIP = "127.0.0.1"
 
 // maxProbeBody is how much of an HTTP probe's response body is read and
 // kept as its output.
@@ -66,7 +66,7 @@ func (a *Agent) handlerHost(host string) string {
 	if a.cfg.nodeIP != "" {
 		return a.cfg.nodeIP
 	}
-	return DefaultNodeIP
+	return defaultNodeIP
 }
 
 // resolvePort turns a handler's port (a number, or the name of one of the
@@ -210,7 +210,7 @@ func (a *Agent) handlerRequest(ctx context.Context, t handlerTarget, g *corev1.H
 // followed (up to 10); a redirect to another host is not, and its 3xx
 // counts as success, with a warning in the output, as the kubelet does.
 func (a *Agent) httpProbe(ctx context.Context, t handlerTarget, g *corev1.HTTPGetAction, timeout time.Duration) (probeResult, string, error) {
-	req, err := a.handlerRequest(ctx, t, g, ProbeUserAgent, 0)
+	req, err := a.handlerRequest(ctx, t, g, probeUserAgent, 0)
 	if err != nil {
 		return resultUnknown, "", err
 	}
@@ -279,7 +279,7 @@ func (a *Agent) runHook(ctx context.Context, t handlerTarget, h *corev1.Lifecycl
 		_, _, err := a.runtime.execSync(ctx, t.id, h.Exec.Command, 0)
 		return err
 	case h.HTTPGet != nil:
-		req, err := a.handlerRequest(ctx, t, h.HTTPGet, LifecycleUserAgent, 80)
+		req, err := a.handlerRequest(ctx, t, h.HTTPGet, lifecycleUserAgent, 80)
 		if err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func TestHTTPProbe(t *testing.T) {
 	if res != resultSuccess || out != "fine" || err != nil {
 		t.Fatalf("/ok = %v %q %v, want success", res, out, err)
 	}
-	if gotUA.Load() != ProbeUserAgent || gotHost.Load() != "app.example" || gotX.Load() != "1" {
+	if gotUA.Load() != probeUserAgent || gotHost.Load() != "app.example" || gotX.Load() != "1" {
 		t.Fatalf("request had user agent %v, host %v, X-Probe %v", gotUA.Load(), gotHost.Load(), gotX.Load())
 	}
 	if res, out, _ := run(httpProbeOn(intstr.FromInt32(int32(port)), "/missing")); res != resultFailure || !strings.Contains(out, "404") {
@@ -158,7 +158,7 @@ func TestNodeIPIsTheDefaultHost(t *testing.T) {
 	if res, out, _ := a.runProbe(context.Background(), handlerTarget{container: &corev1.Container{}}, probe); res != resultSuccess {
 		t.Fatalf("probe of the node IP = %v %q, want success", res, out)
 	}
-	if got := handlerAgent().handlerHost(""); got != DefaultNodeIP {
-		t.Fatalf("default host %q, want %q", got, DefaultNodeIP)
+	if got := handlerAgent().handlerHost(""); got != defaultNodeIP {
+		t.Fatalf("default host %q, want %q", got, defaultNodeIP)
 	}
 }

@@ -53,9 +53,9 @@ func (a *Agent) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", errPostStartHook, ctx.Err())
 	}
-	herr := &HookError{Hook: "PostStart", Container: c.Name, Err: err}
-	a.emit(Event{Type: EventFailedPostStartHook, Pod: podKey(pod), Container: c.Name, Attempt: attempt, Err: herr})
-	k := containerKill{status: &ContainerStatus{ID: id, Name: c.Name, Attempt: attempt, State: StateRunning},
+	herr := &hookError{Hook: "PostStart", Container: c.Name, Err: err}
+	a.emit(Event{Type: eventFailedPostStartHook, Pod: podKey(pod), Container: c.Name, Attempt: attempt, Err: herr})
+	k := containerKill{status: &containerInstance{ID: id, Name: c.Name, Attempt: attempt, State: stateRunning},
 		reason: reasonFailedPostStartHook, keep: true}
 	if kerr := a.killContainer(ctx, pod, k); kerr != nil {
 		return fmt.Errorf("%w: %w; %w", errPostStartHook, herr, kerr)
@@ -65,7 +65,7 @@ func (a *Agent) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 
 // preStop runs c's preStop hook, if it has one, for at most grace on the
 // agent's clock, and returns how long it took (0 without a hook). A hook
-// that fails or outlives grace gives EventFailedPreStopHook; a hook
+// that fails or outlives grace gives eventFailedPreStopHook; a hook
 // still running when grace ends is cancelled. The container is stopped
 // afterwards either way.
 func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, grace time.Duration) time.Duration {
@@ -88,8 +88,8 @@ func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		err = fmt.Errorf("not done within the grace period of %v", grace)
 	}
 	if err != nil && ctx.Err() == nil {
-		a.emit(Event{Type: EventFailedPreStopHook, Pod: podKey(pod), Container: c.Name,
-			Err: &HookError{Hook: "PreStop", Container: c.Name, Err: err}})
+		a.emit(Event{Type: eventFailedPreStopHook, Pod: podKey(pod), Container: c.Name,
+			Err: &hookError{Hook: "PreStop", Container: c.Name, Err: err}})
 	}
 	return a.clock.Since(start)
 }

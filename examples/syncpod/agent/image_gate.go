@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -48,8 +49,8 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 		// an init image, which every later step of its pods waits for,
 		// could come last. Queued here, they start by priority.
 		asyncpull.WithMaxParallel(cfg.pullParallel),
-		asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{Aging: cfg.scaled(PullPriorityAging)}),
-		asyncpull.WithBackOff(cfg.scaled(ImagePullBackoff), cfg.scaled(300*time.Second)),
+		asyncpull.WithQueuePolicy(asyncpull.PriorityPolicy{Aging: cfg.scaled(pullPriorityAging)}),
+		asyncpull.WithBackOff(cfg.scaled(imagePullBackoff), cfg.scaled(300*time.Second)),
 		asyncpull.WithNotify(func(uid types.UID) {
 			wake(uid)
 			g.settle(uid, "")
@@ -86,6 +87,12 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, prior
 		return false, &pullError{Reason: res.Reason, Image: image, Err: res.Err}
 	}
 	return false, nil
+}
+
+func (g *asyncGate) prefetch(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig) {
+	for _, image := range podImages(pod) {
+		_, _ = g.ensure(ctx, pod.UID, image, pullPriority(pod, image), sb)
+	}
 }
 
 func (g *asyncGate) inFlight() int { return int(g.inflight.Load()) }
@@ -131,8 +138,8 @@ func (g *asyncGate) settle(uid types.UID, image string) {
 const reasonImageInspectError = "ImageInspectError"
 
 // pullError is a pull that did not give the image: Reason is the
-// kubelet's (asyncpull's ErrImagePull, ImagePullBackOff, ...). A failed
-// pull (ErrImagePull) matches ErrImagePull.
+// kubelet's (asyncpull's errImagePull, ImagePullBackOff, ...). A failed
+// pull (errImagePull) matches errImagePull.
 type pullError struct {
 	Reason, Image string
 	Err           error
@@ -141,9 +148,9 @@ type pullError struct {
 func (e *pullError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Reason, e.Image, e.Err) }
 func (e *pullError) Unwrap() error { return e.Err }
 
-// Is makes a failed pull match ErrImagePull.
+// Is makes a failed pull match errImagePull.
 func (e *pullError) Is(target error) bool {
-	return target == ErrImagePull && e.Reason == asyncpull.ReasonErrImagePull
+	return target == errImagePull && e.Reason == asyncpull.ReasonErrImagePull
 }
 
 // pullWaiting is why a container whose image did not come waits, as the

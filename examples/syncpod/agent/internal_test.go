@@ -22,8 +22,8 @@ func testPod(init []corev1.Container, containers ...string) *corev1.Pod {
 	return p
 }
 
-func status(sandbox bool, cs ...*ContainerStatus) *PodStatus {
-	st := &PodStatus{UID: "uid-1", Containers: cs}
+func status(sandbox bool, cs ...*containerInstance) *runtimePodStatus {
+	st := &runtimePodStatus{UID: "uid-1", Containers: cs}
 	if sandbox {
 		st.SandboxID, st.SandboxReady = "sb", true
 	}
@@ -64,16 +64,16 @@ func TestComputePodActions(t *testing.T) {
 		}
 		return ""
 	}
-	running := func(name string) *ContainerStatus {
-		return &ContainerStatus{ID: "id-" + name, Name: name, State: StateRunning, Hash: hash(name)}
+	running := func(name string) *containerInstance {
+		return &containerInstance{ID: "id-" + name, Name: name, State: stateRunning, Hash: hash(name)}
 	}
-	exited := func(name string, code int32) *ContainerStatus {
-		return &ContainerStatus{ID: "id-" + name, Name: name, State: StateExited, ExitCode: code, Hash: hash(name)}
+	exited := func(name string, code int32) *containerInstance {
+		return &containerInstance{ID: "id-" + name, Name: name, State: stateExited, ExitCode: code, Hash: hash(name)}
 	}
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	for _, tc := range []struct {
 		name      string
-		st        *PodStatus
+		st        *runtimePodStatus
 		chain     bool
 		sandbox   bool
 		init      []string
@@ -92,17 +92,17 @@ func TestComputePodActions(t *testing.T) {
 		{name: "container not in the spec is killed",
 			st: status(true, exited("init", 0), running("side"), running("a"), running("b"), running("old")), kill: 1, running: true},
 		{name: "spec changed: kill and start again",
-			st:   status(true, exited("init", 0), running("side"), &ContainerStatus{ID: "x", Name: "a", State: StateRunning, Hash: "stale"}, running("b")),
+			st:   status(true, exited("init", 0), running("side"), &containerInstance{ID: "x", Name: "a", State: stateRunning, Hash: "stale"}, running("b")),
 			kill: 1, start: []string{"a"}},
 		{name: "assumed container is neither started again nor killed",
-			st: status(true, exited("init", 0), running("side"), &ContainerStatus{Name: "a", State: StateRunning, Assumed: true},
-				&ContainerStatus{ID: "c", Name: "a", State: StateUnknown}, running("b"))},
+			st: status(true, exited("init", 0), running("side"), &containerInstance{Name: "a", State: stateRunning, Assumed: true},
+				&containerInstance{ID: "c", Name: "a", State: stateUnknown}, running("b"))},
 		{name: "created-but-not-started is replaced",
-			st:   status(true, exited("init", 0), running("side"), &ContainerStatus{ID: "c", Name: "a", State: StateUnknown}, running("b")),
+			st:   status(true, exited("init", 0), running("side"), &containerInstance{ID: "c", Name: "a", State: stateUnknown}, running("b")),
 			kill: 1, start: []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := computePodActions(pod, tc.st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), tc.chain, nil)
+			a := computePodActions(pod, tc.st, newCrashBackoff(clk, crashLoopInitial, crashLoopMax), tc.chain, nil)
 			if a.createSandbox != tc.sandbox || !eq(names(a.initSteps), tc.init) || !eq(names(a.start), tc.start) ||
 				len(a.kill) != tc.kill || a.allRunning != tc.running || a.podFailed != tc.podFailed {
 				t.Errorf("got sandbox=%v init=%v start=%v kill=%d running=%v failed=%v", a.createSandbox, names(a.initSteps),
@@ -130,8 +130,8 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 	} {
 		pod := testPod(nil, "a")
 		pod.Spec.RestartPolicy = tc.policy
-		st := status(true, &ContainerStatus{ID: "x", Name: "a", State: StateExited, ExitCode: tc.code, FinishedAt: clk.Now(), Hash: containerHash(&pod.Spec.Containers[0])})
-		a := computePodActions(pod, st, newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true, nil)
+		st := status(true, &containerInstance{ID: "x", Name: "a", State: stateExited, ExitCode: tc.code, FinishedAt: clk.Now(), Hash: containerHash(&pod.Spec.Containers[0])})
+		a := computePodActions(pod, st, newCrashBackoff(clk, crashLoopInitial, crashLoopMax), true, nil)
 		if (len(a.start) == 1) != tc.restart || a.finished != tc.finished || a.succeeded != tc.succeeded {
 			t.Errorf("%s exit %d: start=%v finished=%v succeeded=%v", tc.policy, tc.code, names(a.start), a.finished, a.succeeded)
 		}
@@ -143,7 +143,7 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 	// A failed regular init container under Never fails the pod.
 	pod := testPod([]corev1.Container{{Name: "init", Image: "i"}}, "a")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	a := computePodActions(pod, status(true, &ContainerStatus{Name: "init", State: StateExited, ExitCode: 2}), newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax), true, nil)
+	a := computePodActions(pod, status(true, &containerInstance{Name: "init", State: stateExited, ExitCode: 2}), newCrashBackoff(clk, crashLoopInitial, crashLoopMax), true, nil)
 	if !a.podFailed || !a.finished || len(a.start) != 0 {
 		t.Errorf("init failure under Never: %+v", a)
 	}
@@ -153,7 +153,7 @@ func TestComputePodActionsRestartPolicies(t *testing.T) {
 // doubling to 5 min; a container that stays up 10 min starts over.
 func TestCrashBackoffSequence(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	b := newCrashBackoff(clk, CrashLoopInitial, CrashLoopMax)
+	b := newCrashBackoff(clk, crashLoopInitial, crashLoopMax)
 	var waits []time.Duration
 	for i := 0; i < 9; i++ {
 		finished := clk.Now()
@@ -176,8 +176,8 @@ func TestCrashBackoffSequence(t *testing.T) {
 		}
 	}
 	clk.Step(11 * time.Minute) // ran fine for longer than 2x the maximum
-	if d := b.next("k", clk.Now()); d != CrashLoopInitial {
-		t.Errorf("after a long healthy run the back-off is %v, want %v", d, CrashLoopInitial)
+	if d := b.next("k", clk.Now()); d != crashLoopInitial {
+		t.Errorf("after a long healthy run the back-off is %v, want %v", d, crashLoopInitial)
 	}
 }
 
@@ -249,18 +249,18 @@ func TestPodWorkersKillCancelsRunningSync(t *testing.T) {
 }
 
 // A long-lived agent keeps a bounded record of startups: the latest
-// StartupWindow, oldest first, and the count of all.
+// startupWindow, oldest first, and the count of all.
 func TestStartupRingIsBounded(t *testing.T) {
 	var r startupRing
-	for i := 1; i <= 2*StartupWindow+10; i++ {
+	for i := 1; i <= 2*startupWindow+10; i++ {
 		r.add(time.Duration(i))
 	}
 	got := r.ordered()
-	if len(got) != StartupWindow || r.total != 2*StartupWindow+10 {
-		t.Fatalf("kept %d of %d, want %d of %d", len(got), r.total, StartupWindow, 2*StartupWindow+10)
+	if len(got) != startupWindow || r.total != 2*startupWindow+10 {
+		t.Fatalf("kept %d of %d, want %d of %d", len(got), r.total, startupWindow, 2*startupWindow+10)
 	}
 	for i, d := range got {
-		if want := time.Duration(StartupWindow + 11 + i); d != want {
+		if want := time.Duration(startupWindow + 11 + i); d != want {
 			t.Fatalf("startup %d = %v, want %v (oldest first)", i, d, want)
 		}
 	}

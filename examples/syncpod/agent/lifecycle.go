@@ -64,16 +64,16 @@ func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.wakeAndReport, log: a.log}
 	threshold := cfg.healthThreshold
 	if threshold == 0 {
-		threshold = cfg.scaled(RelistThreshold)
+		threshold = cfg.scaled(relistThreshold)
 	}
 	safety := cfg.safetyRelist
 	if safety == 0 {
-		safety = cfg.scaled(EventedRelistPeriod)
+		safety = cfg.scaled(eventedRelistPeriod)
 	}
 	p, err := pleg.New(a.runtime.runtimeService(), countingPLEGCache{l.cache, l.keys},
 		pleg.WithClock(a.clock),
 		pleg.WithLogger(a.log),
-		pleg.WithRelistPeriod(cfg.scaled(RelistPeriod)),
+		pleg.WithRelistPeriod(cfg.scaled(relistPeriod)),
 		pleg.WithSafetyNetPeriod(safety),
 		pleg.WithThreshold(threshold),
 		pleg.WithBackOff(cfg.scaled(250*time.Millisecond), cfg.scaled(5*time.Second)),
@@ -106,7 +106,7 @@ func (l *eventedLifecycle) run(ctx context.Context) {
 	}
 }
 
-func (l *eventedLifecycle) status(uid types.UID) (*PodStatus, error) {
+func (l *eventedLifecycle) status(uid types.UID) (*runtimePodStatus, error) {
 	ps, err := l.cache.Get(uid)
 	if err != nil {
 		return nil, err
@@ -128,8 +128,8 @@ func (l *eventedLifecycle) relistMax() time.Duration {
 
 // fromPLEG converts the PLEG's CRI statuses to the agent's view. Only
 // containers created after the newest sandbox belong to it.
-func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
-	st := &PodStatus{UID: uid}
+func fromPLEG(uid types.UID, ps *pleg.PodStatus) *runtimePodStatus {
+	st := &runtimePodStatus{UID: uid}
 	if ps == nil {
 		st.index()
 		return st
@@ -168,7 +168,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 		if st.SandboxID == "" || owners[i] != chosen {
 			continue
 		}
-		s := &ContainerStatus{
+		s := &containerInstance{
 			ID:        c.Id,
 			Name:      c.GetMetadata().GetName(),
 			Attempt:   c.GetMetadata().GetAttempt(),
@@ -178,9 +178,9 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *PodStatus {
 		}
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
-			s.State = StateRunning
+			s.State = stateRunning
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			s.State = StateExited
+			s.State = stateExited
 			s.ExitCode = c.ExitCode
 			s.FinishedAt = time.Unix(0, c.FinishedAt)
 		}
@@ -206,7 +206,7 @@ type expectations struct {
 // "wait"; containers not seen yet are assumed running (not started again,
 // not counted as observed). It clears what st now shows and reports
 // whether anything is still pending.
-func (e *expectations) apply(st *PodStatus) (waitSandbox, pending bool) {
+func (e *expectations) apply(st *runtimePodStatus) (waitSandbox, pending bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.sandboxID != "" {
@@ -217,13 +217,13 @@ func (e *expectations) apply(st *PodStatus) (waitSandbox, pending bool) {
 	}
 	for name, attempt := range e.started {
 		latest := st.Latest(name)
-		if latest != nil && (latest.Attempt > attempt || (latest.Attempt == attempt && latest.State != StateUnknown)) {
+		if latest != nil && (latest.Attempt > attempt || (latest.Attempt == attempt && latest.State != stateUnknown)) {
 			delete(e.started, name)
 			continue
 		}
 		pending = true
-		assumed := &ContainerStatus{Name: name, Attempt: attempt, State: StateRunning, Assumed: true}
-		st.Containers = append([]*ContainerStatus{assumed}, st.Containers...)
+		assumed := &containerInstance{Name: name, Attempt: attempt, State: stateRunning, Assumed: true}
+		st.Containers = append([]*containerInstance{assumed}, st.Containers...)
 		st.latest[name] = assumed
 	}
 	return false, pending

@@ -41,7 +41,7 @@ func containerAnnotations(pod *corev1.Pod, name string) map[string]string {
 // podcri.ContainerConfig with the sandbox's namespaces (and extra), plus the agent's
 // per-container annotations, its managed label and its hash and kind
 // annotations, which its restart adoption and status code read. Without
-// logs (no WithPodLogDir) the sandbox has no log directory, so the
+// logs (no Node.PodLogDir) the sandbox has no log directory, so the
 // container gets no log path.
 func containerConfig(pod *corev1.Pod, step containerStart, logs bool, extra ...podcri.ContainerOption) (*runtimeapi.ContainerConfig, error) {
 	c := step.spec
@@ -113,7 +113,7 @@ func nodeNamespaces(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 }
 
 // podSandboxConfig is sandboxConfig with this agent's node settings: its
-// pod log directory, and the node's network unless WithPodNetwork.
+// pod log directory, and the node's network unless Node.PodNetwork.
 func (a *Agent) podSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	var opts []podcri.SandboxOption
 	if a.cfg.podLogDir != "" {
@@ -128,9 +128,9 @@ func (a *Agent) podSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Po
 }
 
 // podIP is the IP the agent reports for a pod: the node's, unless the pod
-// is on the runtime's pod network (WithPodNetwork), where it is its
+// is on the runtime's pod network (Node.PodNetwork), where it is its
 // sandbox's.
-func (a *Agent) podIP(pod *corev1.Pod, st *PodStatus) string {
+func (a *Agent) podIP(pod *corev1.Pod, st *runtimePodStatus) string {
 	if a.cfg.podNetwork && !pod.Spec.HostNetwork {
 		if st == nil {
 			return ""
@@ -158,7 +158,7 @@ func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runti
 	return containerConfig(pod, step, a.cfg.podLogDir != "", extra...)
 }
 
-// capGrace applies WithMaxGracePeriod to a pod's grace period.
+// capGrace applies Node.MaxGracePeriod to a pod's grace period.
 func (a *Agent) capGrace(d time.Duration) time.Duration {
 	if a.cfg.maxGrace > 0 && d > a.cfg.maxGrace {
 		return a.cfg.maxGrace

@@ -11,6 +11,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
@@ -41,8 +42,8 @@ func TestManifestClockDebounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	var applied atomic.Int32
-	src := agent.NewManifestDir(dir, func(agent.PodUpdate) { applied.Add(1) },
-		agent.WithDebounce(time.Second), agent.WithManifestClock(clk))
+	src := manifest.NewDir(dir, func(agent.PodUpdate) { applied.Add(1) },
+		manifest.WithDebounce(time.Second), manifest.WithClock(clk))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()

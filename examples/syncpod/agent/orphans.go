@@ -18,11 +18,11 @@ import (
 // earlier run of it) made and that no update has asked for since this
 // agent started, stopping each gracefully with the grace period recorded
 // on its containers. Call it once the pod source has delivered its
-// initial state (after a ManifestDir's first Sync), so that a pod whose
+// initial state (after a manifest.Dir's first Sync), so that a pod whose
 // manifest vanished while the agent was down does not keep running; pods
 // asked for are adopted by their workers instead. It returns the pods
 // removed (namespace/name) and the removals that failed. The pod
-// directories (WithPodDir) of the pods removed go too, and so does any
+// directories (Node.PodDir) of the pods removed go too, and so does any
 // other pod directory of a pod neither asked for nor on the runtime (its
 // sandbox was removed, the directory was not: the kubelet's orphaned pod
 // directories).

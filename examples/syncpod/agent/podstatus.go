@@ -20,11 +20,11 @@ import (
 // ErrUnknownPod is returned by Agent.Pod for a pod the agent does not hold.
 var ErrUnknownPod = errors.New("agent: unknown pod")
 
-// PullFailureShown is how long a failed pull shows as ErrImagePull,
+// pullFailureShown is how long a failed pull shows as errImagePull,
 // whatever syncs the pod meanwhile (another container's event), before it
-// shows as ImagePullBackOff (scaled by WithTimeScale): long enough for a
+// shows as ImagePullBackOff (scaled by Tuning.TimeScale): long enough for a
 // user, or a status watcher, to see why.
-const PullFailureShown = 2 * time.Second
+const pullFailureShown = 2 * time.Second
 
 // versionTimeout bounds the one Version call that names the runtime.
 const versionTimeout = 5 * time.Second
@@ -76,19 +76,14 @@ func (a *Agent) reportPod(uid types.UID, publish bool) (pod *corev1.Pod, changed
 
 // runtimeStatus is the runtime's view of the pod the workers read: the
 // PLEG's cache in syncpod mode, the relist's in baseline mode.
-func (a *Agent) runtimeStatus(uid types.UID) *PodStatus {
-	if a.lifecycle != nil {
-		st, _ := a.lifecycle.status(uid)
-		return st
-	}
-	st, _ := a.cache.Get(uid)
-	return st
+func (a *Agent) runtimeStatus(uid types.UID) *runtimePodStatus {
+	return a.source.podStatus(uid)
 }
 
 // statusInput gathers what podcri.PodStatus needs of rec and st, and
 // remembers the exited instances it sees (an exited instance is removed
 // when its container restarts, and stays the container's lastState).
-func (a *Agent) statusInput(rec *podRecord, st *PodStatus, runtimeName string) podcri.StatusInput {
+func (a *Agent) statusInput(rec *podRecord, st *runtimePodStatus, runtimeName string) podcri.StatusInput {
 	in := podcri.StatusInput{
 		Pod:         rec.pod,
 		RuntimeName: runtimeName,
@@ -226,7 +221,7 @@ func (a *Agent) finalStatus(ctx context.Context, uid types.UID, sandboxes []*run
 }
 
 // recordPull records, for every container of pod that uses image, why it
-// waits on the image (ErrImagePull, ImagePullBackOff), or that it no
+// waits on the image (errImagePull, ImagePullBackOff), or that it no
 // longer does.
 func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 	if !ok && err == nil {
@@ -242,7 +237,7 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 				a.pods.update(pod.UID, func(rec *podRecord) {
 					old, ok := rec.waiting[cs[i].Name]
 					if ok && old.Reason == asyncpull.ReasonErrImagePull && w.Reason == asyncpull.ReasonImagePullBackOff &&
-						now.Sub(rec.waitingAt[cs[i].Name]) < a.cfg.scaled(PullFailureShown) {
+						now.Sub(rec.waitingAt[cs[i].Name]) < a.cfg.scaled(pullFailureShown) {
 						return // let the failure be seen before the back-off
 					}
 					rec.setWaiting(cs[i].Name, w, now)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/syncpod/syncpod/asyncpull"
 	"github.com/syncpod/syncpod/criclient/crisim"
-	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/criclient/podcri"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 )
 
 // statusLog records what WithPodStatusHook delivers.

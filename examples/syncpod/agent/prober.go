@@ -350,10 +350,10 @@ func (p *prober) applyLocked(w *probeWorker, res probeResult, out string, err er
 	ev := Event{Pod: c.pp.key, Container: c.spec.Name, Attempt: c.attempt}
 	switch {
 	case res == resultUnknown:
-		ev.Type, ev.Err = EventUnhealthy, &ProbeError{Probe: w.kind.String(), Container: c.spec.Name, Err: err}
+		ev.Type, ev.Err = eventUnhealthy, &probeError{Probe: w.kind.String(), Container: c.spec.Name, Err: err}
 		n.events = append(n.events, ev)
 	case res == resultFailure:
-		ev.Type, ev.Err = EventUnhealthy, &ProbeError{Probe: w.kind.String(), Container: c.spec.Name, Output: out}
+		ev.Type, ev.Err = eventUnhealthy, &probeError{Probe: w.kind.String(), Container: c.spec.Name, Output: out}
 		n.events = append(n.events, ev)
 	}
 	if res != resultUnknown {
@@ -468,7 +468,7 @@ func (p *prober) podLocked(pod *corev1.Pod) *probedPod {
 // sync brings the pod's probes in line with st, the status a sync works
 // on: probes for every running container instance that has any, none for
 // the instances that stopped or went. It never waits for a probe.
-func (p *prober) sync(pod *corev1.Pod, st *PodStatus) {
+func (p *prober) sync(pod *corev1.Pod, st *runtimePodStatus) {
 	specs := map[string]*corev1.Container{}
 	probed := false
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
@@ -499,8 +499,8 @@ func (p *prober) sync(pod *corev1.Pod, st *PodStatus) {
 		seen[cs.ID] = true
 		old := pp.containers[cs.ID]
 		spec := specs[cs.Name]
-		if cs.State != StateRunning || spec == nil || !hasProbes(spec) || pp.terminating {
-			if old != nil && (cs.State != StateRunning || spec == nil || !hasProbes(spec)) {
+		if cs.State != stateRunning || spec == nil || !hasProbes(spec) || pp.terminating {
+			if old != nil && (cs.State != stateRunning || spec == nil || !hasProbes(spec)) {
 				p.dropLocked(old)
 			}
 			continue
@@ -532,7 +532,7 @@ func (p *prober) sync(pod *corev1.Pod, st *PodStatus) {
 	}
 }
 
-func (p *prober) addLocked(pp *probedPod, cs *ContainerStatus, spec *corev1.Container, now time.Time) {
+func (p *prober) addLocked(pp *probedPod, cs *containerInstance, spec *corev1.Container, now time.Time) {
 	id := cs.ID
 	c := &probedContainer{pp: pp, id: id, attempt: cs.Attempt, spec: spec.DeepCopy(), since: now, started: spec.StartupProbe == nil}
 	c.ready = c.started && spec.ReadinessProbe == nil
@@ -637,7 +637,7 @@ func (p *prober) forget(uid types.UID) {
 // markKilled records that container id of pod is being killed for reason
 // (a failed postStart hook), so that the restart decision treats its exit
 // as a failure.
-func (p *prober) markKilled(pod *corev1.Pod, cs *ContainerStatus, reason string) {
+func (p *prober) markKilled(pod *corev1.Pod, cs *containerInstance, reason string) {
 	id := cs.ID
 	p.mu.Lock()
 	defer p.mu.Unlock()

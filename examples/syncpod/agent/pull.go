@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -13,8 +14,8 @@ import (
 	"github.com/syncpod/syncpod/asyncpull"
 )
 
-// ErrImagePull is matched by pull failures reported to a pod.
-var ErrImagePull = errors.New("ErrImagePull")
+// errImagePull is matched by pull failures reported to a pod.
+var errImagePull = errors.New("ErrImagePull")
 
 // imageGate answers "is this image on the node?" without blocking: a
 // missing image is pulled in the background and the pod is woken when the
@@ -26,6 +27,10 @@ type imageGate interface {
 	// last failure while the image is in pull back-off. Queued pulls of a
 	// higher priority start first (see pullPriority).
 	ensure(ctx context.Context, uid types.UID, image string, priority int32, sb *runtimeapi.PodSandboxConfig) (ready bool, err error)
+	// prefetch starts the pulls of pod's missing images the moment the
+	// pod is known, ahead of its sandbox, where pulls do not block (they
+	// are the long pole of a start); the blocking puller pulls in the sync.
+	prefetch(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig)
 	// inFlight is the number of pulls running or queued.
 	inFlight() int
 	// forget drops uid's interest in its pulls (the pod was deleted).
@@ -38,8 +43,8 @@ type imageGate interface {
 // node-wide (serializeImagePulls=true, the default).
 type blockingPuller struct {
 	runtime *runtimeLayer
-	clock clock.PassiveClock
-	obs   func(image string, d time.Duration, err error) // called after each pull
+	clock   clock.PassiveClock
+	obs     func(image string, d time.Duration, err error) // called after each pull
 
 	serial   sync.Mutex
 	mu       sync.Mutex
@@ -82,5 +87,6 @@ func (p *blockingPuller) inFlight() int {
 	return p.inflight
 }
 
-func (p *blockingPuller) forget(types.UID) {}
-func (p *blockingPuller) close()           {}
+func (p *blockingPuller) prefetch(context.Context, *corev1.Pod, *runtimeapi.PodSandboxConfig) {}
+func (p *blockingPuller) forget(types.UID)                                                    {}
+func (p *blockingPuller) close()                                                              {}

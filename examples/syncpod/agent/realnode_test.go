@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 
@@ -28,9 +29,9 @@ func TestRealNodeManifestPodsRunAndGo(t *testing.T) {
 			a := startRealAgent(t, n, nil, agent.WithMode(mode))
 
 			dir := t.TempDir()
-			var manifest string
+			var manifests string
 			for i := 0; i < 3; i++ {
-				manifest += fmt.Sprintf(`---
+				manifests += fmt.Sprintf(`---
 apiVersion: v1
 kind: Pod
 metadata: {name: real-%s-%d}
@@ -44,10 +45,10 @@ spec:
 `, mode, i, img, img, img, img)
 			}
 			file := filepath.Join(dir, "pods.yaml")
-			if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(manifests), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			src := agent.NewManifestDir(dir, a.Apply, agent.WithManifestErrors(func(err error) { t.Errorf("manifest: %v", err) }))
+			src := manifest.NewDir(dir, a.Apply, manifest.WithErrors(func(err error) { t.Errorf("manifest: %v", err) }))
 			sctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- src.Run(sctx) }()

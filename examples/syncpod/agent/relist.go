@@ -23,7 +23,7 @@ type relister struct {
 	log       *zap.Logger
 	period    func() time.Duration
 	threshold time.Duration
-	cache     StatusStore // may be nil: then only wakes are sent
+	cache     statusStore // may be nil: then only wakes are sent
 	inspector *inspector
 	wake      func(types.UID)
 	observe   func(d time.Duration, err error)
@@ -41,11 +41,11 @@ type relister struct {
 
 type relistEntry struct {
 	uid   types.UID
-	state ContainerState
+	state containerState
 }
 
 func newRelister(rt *runtimeLayer, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, in *inspector,
-	period func() time.Duration, threshold time.Duration, cache StatusStore, wake func(types.UID), observe func(time.Duration, error)) *relister {
+	period func() time.Duration, threshold time.Duration, cache statusStore, wake func(types.UID), observe func(time.Duration, error)) *relister {
 	return &relister{runtime: rt, clock: clk, log: log, period: period, threshold: threshold, cache: cache,
 		inspector: in, wake: wake, observe: observe, trigger: make(chan struct{}, 1),
 		old: map[string]relistEntry{}, reinspect: map[types.UID]bool{}}
@@ -120,21 +120,21 @@ func (r *relister) relistOnce(ctx context.Context, ts time.Time) error {
 	present := map[types.UID]bool{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.GetMetadata().GetUid())
-		st := StateExited
+		st := stateExited
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			st = StateRunning
+			st = stateRunning
 		}
 		cur[sb.Id] = relistEntry{uid, st}
 		present[uid] = true
 	}
 	for _, c := range cs {
 		uid := types.UID(c.Labels[labelPodUID])
-		st := StateUnknown
+		st := stateUnknown
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
-			st = StateRunning
+			st = stateRunning
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			st = StateExited
+			st = stateExited
 		}
 		cur[c.Id] = relistEntry{uid, st}
 		present[uid] = true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -59,47 +58,53 @@ func StaticPodUID(p *corev1.Pod) types.UID {
 	return types.UID(h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32])
 }
 
-// EventType names what happened.
-type EventType string
-
-// Event types delivered to WithEventHook.
+// Event types (Event.Type).
 const (
-	EventAdded      EventType = "Added"            // Apply got an OpAdd
-	EventUpdated    EventType = "Updated"          // Apply got an OpUpdate
-	EventDeleted    EventType = "Deleted"          // Apply got an OpDelete
-	EventSandbox    EventType = "SandboxCreated"   // a pod sandbox was created (Attempt is its attempt)
-	EventStarted    EventType = "ContainerStarted" // a container was started (Attempt is its attempt)
-	EventStartError EventType = "StartFailed"      // creating or starting a container failed (Err)
-	EventKilled     EventType = "PodKilled"        // a deleted pod was removed from the runtime
-	EventBackOff    EventType = "CrashLoopBackOff" // a container waits out its crash-loop back-off (Duration left)
-	EventPulled     EventType = "ImagePulled"      // a pull ended (Duration, Err)
-	EventRunning    EventType = "PodRunning"       // a pod was first seen with every container running (Duration: startup)
-	EventFinished   EventType = "PodFinished"      // a pod reached Succeeded or Failed
-	EventHealth     EventType = "PLEGHealth"       // PLEG health changed (Healthy, Err)
-	EventSynced     EventType = "Synced"           // a pod sync ended (Err)
+	eventAdded      = "Added"            // Apply got an OpAdd
+	eventUpdated    = "Updated"          // Apply got an OpUpdate
+	eventDeleted    = "Deleted"          // Apply got an OpDelete
+	eventSandbox    = "SandboxCreated"   // a pod sandbox was created (Attempt is its attempt)
+	eventStarted    = "ContainerStarted" // a container was started (Attempt is its attempt)
+	eventStartError = "StartFailed"      // creating or starting a container failed (Err)
+	eventKilled     = "PodKilled"        // a deleted pod was removed from the runtime
+	eventBackOff    = "CrashLoopBackOff" // a container waits out its crash-loop back-off (Duration left)
+	eventPulled     = "ImagePulled"      // a pull ended (Duration, Err)
+	eventRunning    = "PodRunning"       // a pod was first seen with every container running (Duration: startup)
+	eventFinished   = "PodFinished"      // a pod reached Succeeded or Failed
+	eventHealth     = "PLEGHealth"       // PLEG health changed (Healthy, Err)
+	eventSynced     = "Synced"           // a pod sync ended (Err)
 )
 
-// Event is a notable step, for logs, progress and tests.
+// Event is a notable step, for logs, progress and tests, delivered to
+// WithEventHook. Type is one of "Added", "Updated", "Deleted" (Apply got
+// the update), "SandboxCreated", "ContainerStarted" (Attempt is the
+// attempt), "StartFailed" (Err), "Killing" (a container of a kept pod is
+// stopped), "PodKilled" (a deleted pod is gone from the runtime),
+// "CrashLoopBackOff" (Duration: the wait left), "ImagePulled" (Duration,
+// Err), "PodRunning" (first seen with every container running; Duration:
+// the startup), "PodFinished", "Unhealthy" (a probe failed),
+// "FailedPostStartHook", "FailedPreStopHook", "PLEGHealth" (Healthy, Err)
+// and "Synced" (a pod sync ended; Err).
 type Event struct {
 	Time      time.Time     // when it happened, on the agent's clock
-	Type      EventType     // what happened
+	Type      string        // what happened: see Event
 	Pod       string        // namespace/name
 	Container string        // the container's name, for container events
-	Image     string        // the image, for EventPulled
+	Image     string        // the image, for eventPulled
 	Attempt   uint32        // the container's or sandbox's attempt
 	Duration  time.Duration // startup latency, pull time or back-off wait
-	Healthy   bool          // the PLEG's health, for EventHealth
+	Healthy   bool          // the PLEG's health, for eventHealth
 	Err       error         // what failed, if anything
 }
 
 // Pod states in reports.
 const (
-	PodPending     = "Pending"          // not every container running yet
-	PodRunning     = "Running"          // every container running (or was, and restarts)
-	PodSucceeded   = "Succeeded"        // finished, every container exited 0
-	PodFailed      = "Failed"           // finished with a failure
-	PodCrashLoop   = "CrashLoopBackOff" // a container waits out its crash-loop back-off
-	PodTerminating = "Terminating"      // deleted, being removed from the runtime
+	reportPending     = "Pending"          // not every container running yet
+	reportRunning     = "Running"          // every container running (or was, and restarts)
+	reportSucceeded   = "Succeeded"        // finished, every container exited 0
+	reportFailed      = "Failed"           // finished with a failure
+	reportCrashLoop   = "CrashLoopBackOff" // a container waits out its crash-loop back-off
+	reportTerminating = "Terminating"      // deleted, being removed from the runtime
 )
 
 // PodReport is one pod's line in the summary.
@@ -107,7 +112,7 @@ type PodReport struct {
 	Namespace string        `json:"namespace"`         // the pod's namespace
 	Name      string        `json:"name"`              // the pod's name
 	UID       types.UID     `json:"uid"`               // the pod's UID (StaticPodUID when the manifest has none)
-	State     string        `json:"state"`             // one of PodPending, PodRunning, ...
+	State     string        `json:"state"`             // Pending, Running, Succeeded, Failed, CrashLoopBackOff or Terminating
 	Startup   time.Duration `json:"startupNanos"`      // creation → all containers running and observed; 0 if not yet
 	PullWait  time.Duration `json:"pullWaitNanos"`     // time the pod waited for its images
 	Restarts  int           `json:"restarts"`          // container restarts, summed over containers
@@ -159,12 +164,12 @@ type podRecords struct {
 	startups startupRing
 }
 
-// StartupWindow is how many of the latest pod startup latencies an agent
+// startupWindow is how many of the latest pod startup latencies an agent
 // keeps for Stats: a long-lived agent holds a bounded record, and
 // percentiles describe its recent past.
-const StartupWindow = 1024
+const startupWindow = 1024
 
-// startupRing keeps the latest StartupWindow startups and counts them all.
+// startupRing keeps the latest startupWindow startups and counts them all.
 type startupRing struct {
 	buf   []time.Duration
 	next  int // where the next one goes once buf is full
@@ -173,12 +178,12 @@ type startupRing struct {
 
 func (r *startupRing) add(d time.Duration) {
 	r.total++
-	if len(r.buf) < StartupWindow {
+	if len(r.buf) < startupWindow {
 		r.buf = append(r.buf, d)
 		return
 	}
 	r.buf[r.next] = d
-	r.next = (r.next + 1) % StartupWindow
+	r.next = (r.next + 1) % startupWindow
 }
 
 // ordered returns the kept startups, oldest first.
@@ -206,18 +211,18 @@ func (r *podRecords) with(uid types.UID, f func(*podRecord)) bool {
 
 func (r *podRecords) desire(pod *corev1.Pod, now time.Time, added bool) {
 	rec, _ := r.byUID.LoadOrCompute(pod.UID, func() *podRecord {
-		return &podRecord{uid: pod.UID, created: now, state: PodPending, pod: pod}
+		return &podRecord{uid: pod.UID, created: now, state: reportPending, pod: pod}
 	})
 	r.with(rec.uid, func(rec *podRecord) {
 		rec.pod = pod
-		if rec.state == PodTerminating { // deleted and added again before the kill finished
-			*rec = podRecord{uid: rec.uid, created: now, state: PodPending, pod: pod}
+		if rec.state == reportTerminating { // deleted and added again before the kill finished
+			*rec = podRecord{uid: rec.uid, created: now, state: reportPending, pod: pod}
 		}
 	})
 }
 
 func (r *podRecords) terminating(uid types.UID) {
-	r.update(uid, func(rec *podRecord) { rec.state = PodTerminating })
+	r.update(uid, func(rec *podRecord) { rec.state = reportTerminating })
 }
 
 func (r *podRecords) remove(uid types.UID) { r.byUID.Delete(uid) }
@@ -226,7 +231,7 @@ func (r *podRecords) update(uid types.UID, f func(*podRecord)) { r.with(uid, f) 
 
 // observe records a sync's view; it returns the startup latency when the
 // pod was seen fully running for the first time.
-func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *podActions) (startup time.Duration, first bool) {
+func (r *podRecords) observe(uid types.UID, now time.Time, st *runtimePodStatus, a *podActions) (startup time.Duration, first bool) {
 	r.with(uid, func(rec *podRecord) { startup, first = rec.observe(now, st, a) })
 	if first {
 		r.mu.Lock()
@@ -236,8 +241,8 @@ func (r *podRecords) observe(uid types.UID, now time.Time, st *PodStatus, a *pod
 	return startup, first
 }
 
-func (rec *podRecord) observe(now time.Time, st *PodStatus, a *podActions) (startup time.Duration, first bool) {
-	if rec.state == PodTerminating {
+func (rec *podRecord) observe(now time.Time, st *runtimePodStatus, a *podActions) (startup time.Duration, first bool) {
+	if rec.state == reportTerminating {
 		return 0, false
 	}
 	for _, c := range st.Containers {
@@ -252,18 +257,18 @@ func (rec *podRecord) observe(now time.Time, st *PodStatus, a *podActions) (star
 	rec.restarts = restarts
 	switch {
 	case a.podFailed || (a.finished && !a.succeeded):
-		rec.state = PodFailed
+		rec.state = reportFailed
 	case a.finished:
-		rec.state = PodSucceeded
+		rec.state = reportSucceeded
 	case len(a.inBackoff) > 0:
-		rec.state = PodCrashLoop
+		rec.state = reportCrashLoop
 	case a.allRunning:
-		rec.state = PodRunning
+		rec.state = reportRunning
 	default:
 		if rec.running {
-			rec.state = PodRunning
+			rec.state = reportRunning
 		} else {
-			rec.state = PodPending
+			rec.state = reportPending
 		}
 	}
 	if a.allRunning && !rec.running {
@@ -378,7 +383,7 @@ func (a *Agent) Snapshot() Snapshot {
 	s := Snapshot{Pods: a.pods.reports(), PullsInFlight: a.images.inFlight()}
 	for _, p := range s.Pods {
 		s.Total++
-		if p.State == PodRunning || p.State == PodSucceeded {
+		if p.State == reportRunning || p.State == reportSucceeded {
 			s.Running++
 		}
 	}
@@ -392,7 +397,7 @@ func (a *Agent) Snapshot() Snapshot {
 
 // Stats are the agent's totals, for the benchmark table.
 type Stats struct {
-	Startups      []time.Duration // the latest StartupWindow pod startup latencies, oldest first
+	Startups      []time.Duration // the latest startupWindow pod startup latencies, oldest first
 	StartupsTotal int             // every pod startup observed
 	WorkerBlocked time.Duration   // sum over workers of time blocked in pulls and cache waits
 	MaxRelist     time.Duration   // the longest relist
@@ -408,10 +413,7 @@ func (a *Agent) Stats() Stats {
 	a.mu.Lock()
 	last := len(a.lastSync) + len(a.expects)
 	a.mu.Unlock()
-	var ps pleg.Stats
-	if a.lifecycle != nil {
-		ps = a.lifecycle.p.Stats()
-	}
+	ps, _ := a.source.stats()
 	startups, total := a.pods.startupLatencies()
 	return Stats{
 		PLEG:          ps,
@@ -426,27 +428,14 @@ func (a *Agent) Stats() Stats {
 }
 
 func (a *Agent) cacheLen() int {
-	n := a.cache.(*trackedStore).len()
-	if a.lifecycle != nil {
-		n += a.lifecycle.keys.len()
-	}
-	return n
+	_, keys := a.source.stats()
+	return a.cache.(*trackedStore).len() + keys
 }
 
-// Percentile returns the p-th percentile (0..100) of ds by the
-// nearest-rank method, 0 for an empty slice. ds is not modified.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
+// podKey is the pod's namespace/name, "" for a pod without a name.
+func podKey(p *corev1.Pod) string {
+	if p.Name == "" {
+		return ""
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > len(s) {
-		rank = len(s)
-	}
-	return s[rank-1]
+	return p.Namespace + "/" + p.Name
 }

@@ -26,36 +26,36 @@ const (
 	annotationInit     = "syncpod.io/container-kind"
 )
 
-// ContainerState is the agent's view of one container instance.
-type ContainerState int
+// containerState is the agent's view of one container instance.
+type containerState int
 
 // Container states, as the PLEG groups them.
 const (
-	StateUnknown ContainerState = iota // created, not started, or unknown
-	StateRunning                       // running
-	StateExited                        // exited; ExitCode and FinishedAt are set
+	stateUnknown containerState = iota // created, not started, or unknown
+	stateRunning                       // running
+	stateExited                        // exited; ExitCode and FinishedAt are set
 )
 
 // String implements fmt.Stringer.
-func (s ContainerState) String() string {
+func (s containerState) String() string {
 	switch s {
-	case StateRunning:
+	case stateRunning:
 		return "running"
-	case StateExited:
+	case stateExited:
 		return "exited"
 	}
 	return "unknown"
 }
 
-// ContainerStatus is one container instance (one attempt).
-type ContainerStatus struct {
+// containerInstance is one container instance (one attempt).
+type containerInstance struct {
 	ID         string         // the runtime's container ID ("" when Assumed)
 	Name       string         // the container's name in the pod spec
 	Attempt    uint32         // restart count: 0 for the first instance
-	State      ContainerState // running, exited or unknown
-	ExitCode   int32          // for StateExited
+	State      containerState // running, exited or unknown
+	ExitCode   int32          // for stateExited
 	CreatedAt  time.Time      // when the runtime created it
-	FinishedAt time.Time      // for StateExited: when it exited
+	FinishedAt time.Time      // for stateExited: when it exited
 	Hash       string         // hash of the spec it was started from, to detect changes
 	Assumed    bool           // started by this agent, not yet seen in the status
 	// Runtime is the runtime's own status of the instance (image, reason,
@@ -65,29 +65,30 @@ type ContainerStatus struct {
 	Runtime *runtimeapi.ContainerStatus
 }
 
-// PodStatus is what the runtime has for one pod.
-type PodStatus struct {
-	UID            types.UID                   // the pod's UID
-	SandboxID      string                      // newest sandbox, "" if none
-	SandboxReady   bool                        // the newest sandbox is ready
-	SandboxAttempt uint32                      // the newest sandbox's attempt
-	OldSandboxes   []string                    // other sandboxes of the pod, to remove
-	StaleReady     []string                    // other sandboxes that are ready: duplicates to remove now
-	SandboxCreated time.Time                   // when the chosen sandbox was created
-	SandboxIP      string                      // the chosen sandbox's IP, when the runtime gives it (syncpod mode)
-	Containers     []*ContainerStatus          // all instances, newest first
-	latest         map[string]*ContainerStatus // by name, newest instance
+// runtimePodStatus is what the runtime has for one pod (the kubelet's
+// kubecontainer.PodStatus).
+type runtimePodStatus struct {
+	UID            types.UID                     // the pod's UID
+	SandboxID      string                        // newest sandbox, "" if none
+	SandboxReady   bool                          // the newest sandbox is ready
+	SandboxAttempt uint32                        // the newest sandbox's attempt
+	OldSandboxes   []string                      // other sandboxes of the pod, to remove
+	StaleReady     []string                      // other sandboxes that are ready: duplicates to remove now
+	SandboxCreated time.Time                     // when the chosen sandbox was created
+	SandboxIP      string                        // the chosen sandbox's IP, when the runtime gives it (syncpod mode)
+	Containers     []*containerInstance          // all instances, newest first
+	latest         map[string]*containerInstance // by name, newest instance
 }
 
 // Latest returns the newest instance of the named container, or nil.
-func (s *PodStatus) Latest(name string) *ContainerStatus {
+func (s *runtimePodStatus) Latest(name string) *containerInstance {
 	if s == nil || s.latest == nil {
 		return nil
 	}
 	return s.latest[name]
 }
 
-func (s *PodStatus) index() {
+func (s *runtimePodStatus) index() {
 	sort.SliceStable(s.Containers, func(i, j int) bool {
 		a, b := s.Containers[i], s.Containers[j]
 		if a.Attempt != b.Attempt {
@@ -95,7 +96,7 @@ func (s *PodStatus) index() {
 		}
 		return a.CreatedAt.After(b.CreatedAt)
 	})
-	s.latest = map[string]*ContainerStatus{}
+	s.latest = map[string]*containerInstance{}
 	for _, c := range s.Containers {
 		if _, ok := s.latest[c.Name]; !ok {
 			s.latest[c.Name] = c
@@ -125,12 +126,12 @@ func (in *inspector) forget(ids ...string) {
 	in.mu.Unlock()
 }
 
-func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, error) {
+func (in *inspector) inspect(ctx context.Context, uid types.UID) (*runtimePodStatus, error) {
 	sbs, err := in.runtime.sandboxes(ctx, map[string]string{labelPodUID: string(uid)})
 	if err != nil {
 		return nil, fmt.Errorf("inspect pod %s: ListPodSandbox: %w", uid, err)
 	}
-	st := &PodStatus{UID: uid}
+	st := &runtimePodStatus{UID: uid}
 	if len(sbs) == 0 {
 		st.index()
 		return st, nil
@@ -158,7 +159,7 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 		if c.PodSandboxId != st.SandboxID {
 			continue // containers of an old sandbox are removed with it
 		}
-		s := &ContainerStatus{
+		s := &containerInstance{
 			ID:        c.Id,
 			Name:      c.GetMetadata().GetName(),
 			Attempt:   c.GetMetadata().GetAttempt(),
@@ -172,9 +173,9 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 			StartedAt: c.CreatedAt, Image: c.Image, ImageRef: c.ImageRef, Labels: c.Labels, Annotations: c.Annotations}
 		switch c.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
-			s.State = StateRunning
+			s.State = stateRunning
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			s.State = StateExited
+			s.State = stateExited
 			full, err := in.exitedStatus(ctx, c.Id)
 			if err != nil {
 				return nil, err
@@ -183,7 +184,7 @@ func (in *inspector) inspect(ctx context.Context, uid types.UID) (*PodStatus, er
 			s.FinishedAt = time.Unix(0, full.FinishedAt)
 			s.Runtime = full
 		default:
-			s.State = StateUnknown
+			s.State = stateUnknown
 		}
 		st.Containers = append(st.Containers, s)
 	}

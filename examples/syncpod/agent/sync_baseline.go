@@ -32,7 +32,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		return syncResult{err: err}
 	}
 	if st == nil {
-		st = &PodStatus{UID: pod.UID}
+		st = &runtimePodStatus{UID: pod.UID}
 		st.index()
 	}
 	acts, sbAttempt, early, done := a.beginSync(ctx, pod, st, false)
@@ -66,7 +66,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 			return err
 		}
 		if err := a.startContainer(ctx, pod, sandboxID, sbAttempt, step); err != nil {
-			a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: step.spec.Name, Err: err})
+			a.emit(Event{Type: eventStartError, Pod: podKey(pod), Container: step.spec.Name, Err: err})
 			return err
 		}
 		return nil
@@ -85,7 +85,7 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 			}
 		}
 	}
-	res := syncResult{requeueAfter: a.cfg.scaled(ResyncPeriod)}
+	res := syncResult{requeueAfter: a.cfg.scaled(resyncPeriod)}
 	if acts.backoffWait > 0 && acts.backoffWait < res.requeueAfter {
 		res.requeueAfter = acts.backoffWait
 	}
@@ -96,6 +96,6 @@ func (a *Agent) syncBaseline(ctx context.Context, pod *corev1.Pod) syncResult {
 		}
 		res.err = err
 	}
-	a.emit(Event{Type: EventSynced, Pod: podKey(pod), Err: res.err})
+	a.emit(Event{Type: eventSynced, Pod: podKey(pod), Err: res.err})
 	return res
 }

@@ -17,7 +17,7 @@ import (
 
 // runSandbox removes the pod's dead sandbox (when there is one) and
 // creates a new one; it returns its id.
-func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, acts *podActions) (string, error) {
+func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *runtimePodStatus, acts *podActions) (string, error) {
 	if acts.killPod {
 		// The dead sandbox's containers go with it: keep their ends for
 		// the containers' lastState.
@@ -49,7 +49,7 @@ func (a *Agent) runSandbox(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		return "", fmt.Errorf("RunPodSandbox: %w", err)
 	}
 	a.pods.update(pod.UID, func(rec *podRecord) { rec.ownSandbox, rec.podWaiting = id, nil })
-	a.emit(Event{Type: EventSandbox, Pod: podKey(pod), Attempt: acts.sandboxAttempt})
+	a.emit(Event{Type: eventSandbox, Pod: podKey(pod), Attempt: acts.sandboxAttempt})
 	return id, nil
 }
 
@@ -95,7 +95,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID s
 	if err := a.postStart(ctx, pod, step.spec, id, step.attempt); err != nil {
 		return fmt.Errorf("StartContainer %s: %w", step.spec.Name, err)
 	}
-	a.emit(Event{Type: EventStarted, Pod: podKey(pod), Container: step.spec.Name, Attempt: step.attempt})
+	a.emit(Event{Type: eventStarted, Pod: podKey(pod), Container: step.spec.Name, Attempt: step.attempt})
 	return nil
 }
 
@@ -114,7 +114,7 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerK
 	if k.keep {
 		a.prober.markKilled(pod, k.status, k.reason)
 	}
-	a.emit(Event{Type: EventKilling, Pod: podKey(pod), Container: k.status.Name, Attempt: k.status.Attempt, Err: errors.New(k.reason)})
+	a.emit(Event{Type: eventKilling, Pod: podKey(pod), Container: k.status.Name, Attempt: k.status.Attempt, Err: errors.New(k.reason)})
 	used := a.preStop(ctx, pod, containerSpec(pod, k.status.Name), k.status.ID, grace)
 	if err := a.runtime.stopContainer(ctx, k.status.ID, stopTimeout(grace, used)); err != nil {
 		return fmt.Errorf("StopContainer %s (%s): %w", k.status.Name, k.reason, err)
@@ -132,20 +132,20 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, k containerK
 
 // observe updates the pod's report from a sync's view and emits the
 // pod-level events.
-func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
+func (a *Agent) observe(pod *corev1.Pod, st *runtimePodStatus, acts *podActions) {
 	if d, first := a.pods.observe(pod.UID, a.clock.Now(), st, acts); first {
 		a.metrics.startup.Observe(d.Seconds())
 		a.forgetAdmission(pod) // up: its place in the start line is done
-		a.emit(Event{Type: EventRunning, Pod: podKey(pod), Duration: d})
+		a.emit(Event{Type: eventRunning, Pod: podKey(pod), Duration: d})
 	}
 	for _, name := range acts.inBackoff {
 		a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: podcri.ReasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 				acts.backoffWait.Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)}, a.clock.Now())
-		a.emit(Event{Type: EventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
+		a.emit(Event{Type: eventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
 	}
 	if acts.finished {
-		a.emit(Event{Type: EventFinished, Pod: podKey(pod)})
+		a.emit(Event{Type: eventFinished, Pod: podKey(pod)})
 	}
 }
 
@@ -154,7 +154,7 @@ func (a *Agent) observe(pod *corev1.Pod, st *PodStatus, acts *podActions) {
 // that has failed for good. chain is computePodActions' chain argument. When
 // done is true the sync ends with res; otherwise sbAttempt is the sandbox
 // attempt the sync works on.
-func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
+func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *runtimePodStatus, chain bool) (acts *podActions, sbAttempt uint32, res syncResult, done bool) {
 	a.prober.sync(pod, st)
 	acts = computePodActions(pod, st, a.backoff, chain, a.prober)
 	if acts.killPod {
@@ -186,7 +186,7 @@ func (a *Agent) beginSync(ctx context.Context, pod *corev1.Pod, st *PodStatus, c
 	return acts, sandboxAttempt(st, acts), syncResult{}, false
 }
 
-func sandboxAttempt(st *PodStatus, acts *podActions) uint32 {
+func sandboxAttempt(st *runtimePodStatus, acts *podActions) uint32 {
 	if acts.createSandbox {
 		return acts.sandboxAttempt
 	}

@@ -24,7 +24,7 @@ import (
 // container's exit is picked up when the pull or the PLEG wakes the worker.
 func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	now := a.clock.Now()
-	expectWait := a.cfg.scaled(ExpectationTimeout)
+	expectWait := a.cfg.scaled(expectationTimeout)
 	st, err := a.lifecycle.status(pod.UID)
 	if err != nil { // the PLEG could not inspect the pod: ask again
 		_ = a.lifecycle.p.RequestRelist(pod.UID)
@@ -91,7 +91,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	if err := a.startSteps(ctx, pod, st, sandboxID, sbAttempt, acts, ready, exp); err != nil {
 		errs = append(errs, err)
 	}
-	res := syncResult{requeueAfter: a.cfg.scaled(ResyncPeriod)}
+	res := syncResult{requeueAfter: a.cfg.scaled(resyncPeriod)}
 	if exp.outstanding() && expectWait < res.requeueAfter {
 		// Normally an event wakes the worker first; if it was lost, this
 		// sync finds the expectation overdue and asks for a pod relist.
@@ -102,7 +102,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	}
 	if len(pullErrs) > 0 {
 		a.pods.setMessage(pod.UID, errors.Join(pullErrs...).Error())
-		if d := a.cfg.scaled(ImagePullBackoff); d < res.requeueAfter {
+		if d := a.cfg.scaled(imagePullBackoff); d < res.requeueAfter {
 			res.requeueAfter = d
 		}
 	}
@@ -113,7 +113,7 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 		}
 		res.err = err
 	}
-	a.emit(Event{Type: EventSynced, Pod: podKey(pod), Err: res.err})
+	a.emit(Event{Type: eventSynced, Pod: podKey(pod), Err: res.err})
 	return res
 }
 
@@ -129,7 +129,7 @@ var errNotNow = errors.New("not in this sync")
 // concurrentstart's start-after annotation honoured). Containers already
 // running or completed are marked so; the plan never blocks the worker on
 // an image or an init container's exit.
-func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, sandboxID string, sbAttempt uint32,
+func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *runtimePodStatus, sandboxID string, sbAttempt uint32,
 	acts *podActions, ready map[string]bool, exp *expectations) error {
 	if len(acts.initSteps) == 0 && len(acts.start) == 0 {
 		return nil
@@ -147,9 +147,9 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		l := st.Latest(c.Name)
 		switch {
 		case l == nil || acts.createSandbox:
-		case !podcri.IsSidecar(c) && l.State == StateExited && l.ExitCode == 0:
+		case !podcri.IsSidecar(c) && l.State == stateExited && l.ExitCode == 0:
 			completed = append(completed, c.Name)
-		case l.State == StateRunning:
+		case l.State == stateRunning:
 			running = append(running, c.Name)
 		}
 	}
@@ -158,7 +158,7 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		for i := range pod.Spec.Containers {
 			l := st.Latest(pod.Spec.Containers[i].Name)
 			initialized = initialized || l != nil
-			if l != nil && l.State == StateRunning {
+			if l != nil && l.State == stateRunning {
 				running = append(running, pod.Spec.Containers[i].Name)
 			}
 		}
@@ -174,7 +174,7 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 					// It was started (and killed): the status will show it.
 					exp.container(c.Name, step.attempt, a.clock.Now())
 				}
-				a.emit(Event{Type: EventStartError, Pod: podKey(pod), Container: c.Name, Err: err})
+				a.emit(Event{Type: eventStartError, Pod: podKey(pod), Container: c.Name, Err: err})
 				return err
 			}
 			exp.container(c.Name, step.attempt, a.clock.Now())
@@ -190,7 +190,7 @@ func (a *Agent) startSteps(ctx context.Context, pod *corev1.Pod, st *PodStatus, 
 		// startup probe and its readiness.
 		WaitStartup: func(_ context.Context, c podplan.Container) error {
 			var id string
-			if l := st.Latest(c.Name); l != nil && l.State == StateRunning && !acts.createSandbox {
+			if l := st.Latest(c.Name); l != nil && l.State == stateRunning && !acts.createSandbox {
 				id = l.ID
 			}
 			started, ready := a.probeState(pod.UID, c.Name, id)

@@ -17,10 +17,6 @@ import (
 	"github.com/syncpod/syncpod/criclient/podcri"
 )
 
-// DefaultPodDir is where the syncpod command keeps its pods' directories
-// (the kubelet's is /var/lib/kubelet/pods).
-const DefaultPodDir = "/var/lib/syncpod/pods"
-
 // The kubelet's layout under a pod's directory <podDir>/<uid>.
 const (
 	volumesSubdir    = "volumes"
@@ -30,17 +26,17 @@ const (
 	projectedPlugin  = "kubernetes.io~projected"
 )
 
-// VolumeError is a volume of a pod that could not be set up, or the pod's
+// volumeError is a volume of a pod that could not be set up, or the pod's
 // directory that could not be made (Volume empty). A container that
 // mounts the volume fails to start with it (the other containers start);
 // the pod's next sync tries again.
-type VolumeError struct {
+type volumeError struct {
 	Pod    string // namespace/name
 	Volume string
 	Err    error
 }
 
-func (e *VolumeError) Error() string {
+func (e *volumeError) Error() string {
 	if e.Volume == "" {
 		return fmt.Sprintf("agent: pod %s: %v", e.Pod, e.Err)
 	}
@@ -48,7 +44,7 @@ func (e *VolumeError) Error() string {
 	return fmt.Sprintf("agent: pod %s: MountVolume.SetUp failed for volume %q : %v", e.Pod, e.Volume, e.Err)
 }
 
-func (e *VolumeError) Unwrap() error { return e.Err }
+func (e *volumeError) Unwrap() error { return e.Err }
 
 // volumeManager sets up the volumes of the agent's pods under its pod
 // directory and removes them with the pods. Each pod's volumes are set
@@ -121,7 +117,7 @@ func (m *volumeManager) setUpLocked(pod *corev1.Pod, pv *podVolumes) {
 		v := &pod.Spec.Volumes[i]
 		path, err := m.setUpVolume(pod, v, pv)
 		if err != nil {
-			pv.errs[v.Name] = &VolumeError{Pod: podKey(pod), Volume: v.Name, Err: err}
+			pv.errs[v.Name] = &volumeError{Pod: podKey(pod), Volume: v.Name, Err: err}
 			continue
 		}
 		pv.vols[v.Name] = podcri.VolumeAt(v.VolumeSource, path)
@@ -142,7 +138,7 @@ func (m *volumeManager) setUpVolume(pod *corev1.Pod, v *corev1.Volume, pv *podVo
 		return "", fmt.Errorf("volume type %s is not supported", volumeKind(src))
 	}
 	if m.dir == "" {
-		return "", errors.New("the agent keeps no pod directories (agent.WithPodDir)")
+		return "", errors.New("the agent keeps no pod directories (agent.Node.PodDir)")
 	}
 	switch {
 	case src.EmptyDir != nil:
@@ -290,7 +286,7 @@ func volumeKind(src corev1.VolumeSource) string {
 // containerOptions are the podcri options that mount c's volumes, set up
 // by the pod's last setUp (done now if none was), and its
 // termination-message file. A mount of a volume that failed to set up
-// gives that volume's *VolumeError.
+// gives that volume's *volumeError.
 func (m *volumeManager) containerOptions(pod *corev1.Pod, c *corev1.Container, attempt uint32) ([]podcri.ContainerOption, error) {
 	pv := m.state(pod.UID)
 	pv.mu.Lock()
@@ -315,7 +311,7 @@ func (m *volumeManager) containerOptions(pod *corev1.Pod, c *corev1.Container, a
 			continue // podcri refuses it
 		}
 		if err := prepareSubPath(v.HostPath, vm.SubPath); err != nil {
-			return nil, &VolumeError{Pod: podKey(pod), Volume: vm.Name, Err: fmt.Errorf("subPath %q of container %q: %w", vm.SubPath, c.Name, err)}
+			return nil, &volumeError{Pod: podKey(pod), Volume: vm.Name, Err: fmt.Errorf("subPath %q of container %q: %w", vm.SubPath, c.Name, err)}
 		}
 	}
 	opts := []podcri.ContainerOption{podcri.WithVolumes(vols), podcri.WithSELinux(m.selinux)}

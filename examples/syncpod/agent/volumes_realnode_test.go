@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/criclient/podcri"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
 

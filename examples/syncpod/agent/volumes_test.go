@@ -325,7 +325,7 @@ func TestUnavailableVolumes(t *testing.T) {
 		{a, corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}, "serviceAccountToken, which needs the API server"},
 		{a, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}, "volume type persistentVolumeClaim is not supported"},
-		{noDir, corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, "agent.WithPodDir"},
+		{noDir, corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, "agent.Node.PodDir"},
 	} {
 		name := strings.ReplaceAll(strings.Fields(tc.want)[0], ".", "-")
 		tc.a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: volumePod(name, []corev1.Volume{{Name: "v", VolumeSource: tc.src}},
@@ -353,7 +353,7 @@ func TestPodDirCannotBeMade(t *testing.T) {
 
 func TestWithPodDirMustBeAbsolute(t *testing.T) {
 	n := startSim(t)
-	if _, err := agent.New(n.client.CRI(), n.client.CRI(), agent.WithPodDir("pods")); err == nil || !strings.Contains(err.Error(), "WithPodDir") {
+	if _, err := agent.New(n.client.CRI(), n.client.CRI(), agent.WithPodDir("pods")); err == nil || !strings.Contains(err.Error(), "WithNode: PodDir") {
 		t.Fatalf("New with a relative pod dir: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
@@ -58,8 +59,8 @@ func TestManifestDirAddChangeDelete(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var errs []error
-	src := agent.NewManifestDir(dir, a.Apply, agent.WithDebounce(20*time.Millisecond),
-		agent.WithManifestErrors(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
+	src := manifest.NewDir(dir, a.Apply, manifest.WithDebounce(20*time.Millisecond),
+		manifest.WithErrors(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
@@ -139,7 +140,7 @@ func TestManifestDirSyncDuringRun(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	src := agent.NewManifestDir(dir, apply)
+	src := manifest.NewDir(dir, apply)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()

@@ -14,8 +14,8 @@ import (
 const (
 	// DefaultCrashBackOffInitial and DefaultCrashBackOffMax are the kubelet's
 	// container restart back-off: 10s doubling to 300s.
-	DefaultCrashBackOffInitial = agent.CrashLoopInitial
-	DefaultCrashBackOffMax     = agent.CrashLoopMax
+	DefaultCrashBackOffInitial = 10 * time.Second
+	DefaultCrashBackOffMax     = 300 * time.Second
 	// DefaultGracePeriod caps the stop grace period of every pod by
 	// default: the kubelet's default terminationGracePeriodSeconds.
 	DefaultGracePeriod = 30 * time.Second
@@ -75,7 +75,7 @@ func WithNodeIP(ip string) Option { return func(cfg *config) { cfg.nodeIP = ip }
 func WithPodLogDir(dir string) Option { return func(cfg *config) { cfg.podLogDir = dir } }
 
 // WithPodDir keeps the pods' volumes (emptyDir, downwardAPI, projected)
-// and termination-message files under dir, as agent.WithPodDir. Without
+// and termination-message files under dir, as agent.Node.PodDir. Without
 // it a pod with such a volume fails to start with a clear reason.
 func WithPodDir(dir string) Option { return func(cfg *config) { cfg.podDir = dir } }
 

@@ -76,17 +76,11 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	agentOpts := []agent.Option{
 		agent.WithClock(cfg.clock),
 		agent.WithLogger(cfg.logger),
-		agent.WithNodeIP(cfg.nodeIP),
-		agent.WithPodNetwork(),
-		agent.WithPodLogDir(cfg.podLogDir),
-		agent.WithCrashBackOff(cfg.crashInitial, cfg.crashMax),
-		agent.WithMaxGracePeriod(cfg.maxGrace),
-		agent.WithStartParallelism(cfg.maxParallelStarts),
-		agent.WithPullOptions(cfg.pullOpts...),
+		agent.WithNode(agent.Node{IP: cfg.nodeIP, PodNetwork: true, PodLogDir: cfg.podLogDir, PodDir: cfg.podDir,
+			MaxGracePeriod: cfg.maxGrace}),
+		agent.WithTuning(agent.Tuning{CrashBackOffInitial: cfg.crashInitial, CrashBackOffMax: cfg.crashMax,
+			StartParallelism: cfg.maxParallelStarts, PullOptions: cfg.pullOpts}),
 		agent.WithPodStatusHook(p.onStatus),
-	}
-	if cfg.podDir != "" {
-		agentOpts = append(agentOpts, agent.WithPodDir(cfg.podDir))
 	}
 	a, err := agent.New(rt, images, append(agentOpts, cfg.agentOpts...)...)
 	if err != nil {

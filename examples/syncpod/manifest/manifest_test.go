@@ -1,14 +1,14 @@
-package agent_test
+package manifest_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/manifest"
 )
 
-func TestParseManifestsMultiDocumentAndList(t *testing.T) {
+func TestParseMultiDocumentAndList(t *testing.T) {
 	data := `
 # a comment-only document is skipped
 ---
@@ -33,9 +33,9 @@ items:
   spec:
     containers: [{name: app, image: nginx}]
 `
-	pods, err := agent.ParseManifests("pods.yaml", []byte(data))
+	pods, err := manifest.Parse("pods.yaml", []byte(data))
 	if err != nil {
-		t.Fatalf("ParseManifests: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	var names []string
 	for _, p := range pods {
@@ -46,14 +46,14 @@ items:
 	}
 }
 
-func TestParseManifestsJSON(t *testing.T) {
-	pods, err := agent.ParseManifests("p.json", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"a","image":"busybox:1.36"}]}}`))
+func TestParseJSON(t *testing.T) {
+	pods, err := manifest.Parse("p.json", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"a","image":"busybox:1.36"}]}}`))
 	if err != nil || len(pods) != 1 || pods[0].Name != "j" {
 		t.Fatalf("got %v, %v", pods, err)
 	}
 }
 
-func TestParseManifestsErrorsKeepGoodPods(t *testing.T) {
+func TestParseErrorsKeepGoodPods(t *testing.T) {
 	data := `
 metadata: {name: good}
 spec: {containers: [{name: app, image: busybox}]}
@@ -80,14 +80,14 @@ spec: {containers: [{name: app, image: busybox, imagee: x}]}
 ---
 : not yaml : [
 `
-	pods, err := agent.ParseManifests("mixed.yaml", []byte(data))
+	pods, err := manifest.Parse("mixed.yaml", []byte(data))
 	if len(pods) != 1 || pods[0].Name != "good" {
 		t.Fatalf("pods = %v, want only good", pods)
 	}
-	if !errors.Is(err, agent.ErrInvalidManifest) {
-		t.Fatalf("err = %v, want ErrInvalidManifest", err)
+	if !errors.Is(err, manifest.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
-	var me *agent.ManifestError
+	var me *manifest.Error
 	if !errors.As(err, &me) || me.File != "mixed.yaml" {
 		t.Fatalf("errors.As: %v", err)
 	}
@@ -107,8 +107,8 @@ spec: {containers: [{name: app, image: busybox, imagee: x}]}
 	}
 }
 
-func TestValidatePodRules(t *testing.T) {
-	pods, _ := agent.ParseManifests("x", []byte(`
+func TestValidateRules(t *testing.T) {
+	pods, _ := manifest.Parse("x", []byte(`
 metadata: {name: ok}
 spec:
   initContainers: [{name: side, image: busybox, restartPolicy: Always}]
@@ -119,12 +119,12 @@ spec:
 	}
 	p := pods[0].DeepCopy()
 	p.Spec.RestartPolicy = "Sometimes"
-	if f, err := agent.ValidatePod(p); err == nil || f != "spec.restartPolicy" {
+	if f, err := manifest.Validate(p); err == nil || f != "spec.restartPolicy" {
 		t.Errorf("restart policy: field %q err %v", f, err)
 	}
 	p = pods[0].DeepCopy()
 	p.Spec.Containers = nil
-	if f, err := agent.ValidatePod(p); err == nil || f != "spec.containers" {
+	if f, err := manifest.Validate(p); err == nil || f != "spec.containers" {
 		t.Errorf("no containers: field %q err %v", f, err)
 	}
 }

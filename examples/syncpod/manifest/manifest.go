@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 import (
 	"bufio"
@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ErrInvalidManifest is matched (errors.Is) by every *ManifestError.
-var ErrInvalidManifest = errors.New("invalid pod manifest")
+// ErrInvalid is matched (errors.Is) by every *Error.
+var ErrInvalid = errors.New("invalid pod manifest")
 
-// ManifestError tells which file, which document in it and which pod
+// Error tells which file, which document in it and which pod
 // failed to parse or validate. Other documents and files are unaffected.
-type ManifestError struct {
+type Error struct {
 	File  string // path of the manifest file
 	Doc   int    // 0-based document index inside the file, -1 for the whole file
 	Pod   string // namespace/name when known
@@ -31,7 +31,7 @@ type ManifestError struct {
 }
 
 // Error implements error.
-func (e *ManifestError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Doc >= 0 {
@@ -48,37 +48,37 @@ func (e *ManifestError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *ManifestError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrInvalidManifest) true.
-func (e *ManifestError) Is(target error) bool { return target == ErrInvalidManifest }
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // maxManifestSize bounds a manifest file, so a stray huge file is an error
 // rather than a memory spike.
 const maxManifestSize = 4 << 20
 
-// LoadManifestFile reads one manifest file: YAML or JSON, one pod, several
+// LoadFile reads one manifest file: YAML or JSON, one pod, several
 // YAML documents separated by "---", or a v1 List of pods. It returns the
 // valid pods and one error per invalid document (joined with errors.Join);
 // a bad document never hides the good ones.
-func LoadManifestFile(path string) ([]*corev1.Pod, error) {
+func LoadFile(path string) ([]*corev1.Pod, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &ManifestError{File: path, Doc: -1, Err: err}
+		return nil, &Error{File: path, Doc: -1, Err: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err != nil {
-		return nil, &ManifestError{File: path, Doc: -1, Err: err}
+		return nil, &Error{File: path, Doc: -1, Err: err}
 	}
 	if len(data) > maxManifestSize {
-		return nil, &ManifestError{File: path, Doc: -1, Err: fmt.Errorf("file larger than %d bytes", maxManifestSize)}
+		return nil, &Error{File: path, Doc: -1, Err: fmt.Errorf("file larger than %d bytes", maxManifestSize)}
 	}
-	return ParseManifests(path, data)
+	return Parse(path, data)
 }
 
-// ParseManifests parses manifest bytes; name is only used in errors.
-func ParseManifests(name string, data []byte) ([]*corev1.Pod, error) {
+// Parse parses manifest bytes; name is only used in errors.
+func Parse(name string, data []byte) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	var errs []error
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -88,7 +88,7 @@ func ParseManifests(name string, data []byte) ([]*corev1.Pod, error) {
 			break
 		}
 		if err != nil {
-			errs = append(errs, &ManifestError{File: name, Doc: doc, Err: fmt.Errorf("read: %w", err)})
+			errs = append(errs, &Error{File: name, Doc: doc, Err: fmt.Errorf("read: %w", err)})
 			break
 		}
 		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
@@ -123,7 +123,7 @@ type typeMeta struct {
 func parseDocument(file string, doc int, raw []byte) ([]*corev1.Pod, error) {
 	var tm typeMeta
 	if err := yaml.Unmarshal(raw, &tm); err != nil {
-		return nil, &ManifestError{File: file, Doc: doc, Err: fmt.Errorf("parse: %w", err)}
+		return nil, &Error{File: file, Doc: doc, Err: fmt.Errorf("parse: %w", err)}
 	}
 	switch tm.Kind {
 	case "List", "PodList":
@@ -132,7 +132,7 @@ func parseDocument(file string, doc int, raw []byte) ([]*corev1.Pod, error) {
 		for i, item := range tm.Items {
 			p, err := decodePod(file, doc, item)
 			if err != nil {
-				var me *ManifestError
+				var me *Error
 				if errors.As(err, &me) {
 					me.Field = strings.TrimPrefix(fmt.Sprintf("items[%d].%s", i, me.Field), ".")
 				}
@@ -149,14 +149,14 @@ func parseDocument(file string, doc int, raw []byte) ([]*corev1.Pod, error) {
 		}
 		return []*corev1.Pod{p}, nil
 	default:
-		return nil, &ManifestError{File: file, Doc: doc, Field: "kind", Err: fmt.Errorf("kind %q is not Pod or List", tm.Kind)}
+		return nil, &Error{File: file, Doc: doc, Field: "kind", Err: fmt.Errorf("kind %q is not Pod or List", tm.Kind)}
 	}
 }
 
 func decodePod(file string, doc int, raw []byte) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := yaml.UnmarshalStrict(raw, pod); err != nil {
-		return nil, &ManifestError{File: file, Doc: doc, Err: fmt.Errorf("parse pod: %w", err)}
+		return nil, &Error{File: file, Doc: doc, Err: fmt.Errorf("parse pod: %w", err)}
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = "default"
@@ -164,8 +164,8 @@ func decodePod(file string, doc int, raw []byte) (*corev1.Pod, error) {
 	if pod.Spec.RestartPolicy == "" {
 		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	}
-	if field, err := ValidatePod(pod); err != nil {
-		return nil, &ManifestError{File: file, Doc: doc, Pod: podKey(pod), Field: field, Err: err}
+	if field, err := Validate(pod); err != nil {
+		return nil, &Error{File: file, Doc: doc, Pod: podKey(pod), Field: field, Err: err}
 	}
 	return pod, nil
 }
@@ -177,11 +177,11 @@ func podKey(p *corev1.Pod) string {
 	return p.Namespace + "/" + p.Name
 }
 
-// ValidatePod checks what the agent relies on: a DNS-1123 name and
+// Validate checks what the agent relies on: a DNS-1123 name and
 // namespace, at least one container, unique DNS-1123 container names across
 // init and regular containers, a parseable image reference for each, and a
 // known restart policy. It returns the offending field path and the reason.
-func ValidatePod(p *corev1.Pod) (field string, err error) {
+func Validate(p *corev1.Pod) (field string, err error) {
 	if p.Name == "" {
 		return "metadata.name", errors.New("name is required")
 	}

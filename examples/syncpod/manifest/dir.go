@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 import (
 	"context"
@@ -16,22 +16,24 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 )
 
 // DefaultDebounce is how long a manifest directory must be quiet before it
 // is re-read: editors write a file in several steps.
 const DefaultDebounce = 100 * time.Millisecond
 
-// ManifestDir turns a directory of pod manifests into pod updates, like the
+// Dir turns a directory of pod manifests into pod updates, like the
 // kubelet's static pod source: adding, changing or deleting a file creates,
 // updates or kills its pods. Files ending .yaml, .yml or .json are read;
 // hidden files and editor temporaries are ignored.
-type ManifestDir struct {
+type Dir struct {
 	dir      string
 	clock    clock.WithTickerAndDelayedExecution
 	debounce time.Duration
 	log      *zap.Logger
-	apply    func(PodUpdate)
+	apply    func(agent.PodUpdate)
 	onError  func(error)
 
 	// syncMu serialises Syncs (Run's and direct calls): each reads and
@@ -46,27 +48,27 @@ type podSource struct {
 	file string
 }
 
-// ManifestOption configures a ManifestDir.
-type ManifestOption func(*ManifestDir)
+// Option configures a Dir.
+type Option func(*Dir)
 
 // WithDebounce sets the quiet period before a re-read (default DefaultDebounce).
-func WithDebounce(d time.Duration) ManifestOption { return func(m *ManifestDir) { m.debounce = d } }
+func WithDebounce(d time.Duration) Option { return func(m *Dir) { m.debounce = d } }
 
-// WithManifestClock injects the clock used for debouncing.
-func WithManifestClock(c clock.WithTickerAndDelayedExecution) ManifestOption {
-	return func(m *ManifestDir) { m.clock = c }
+// WithClock injects the clock used for debouncing.
+func WithClock(c clock.WithTickerAndDelayedExecution) Option {
+	return func(m *Dir) { m.clock = c }
 }
 
-// WithManifestLogger sets the logger.
-func WithManifestLogger(l *zap.Logger) ManifestOption { return func(m *ManifestDir) { m.log = l } }
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option { return func(m *Dir) { m.log = l } }
 
-// WithManifestErrors receives every manifest error (a *ManifestError or a
+// WithErrors receives every manifest error (a *Error or a
 // watch error); by default they are logged.
-func WithManifestErrors(f func(error)) ManifestOption { return func(m *ManifestDir) { m.onError = f } }
+func WithErrors(f func(error)) Option { return func(m *Dir) { m.onError = f } }
 
-// NewManifestDir returns a source for dir that calls apply for every change.
-func NewManifestDir(dir string, apply func(PodUpdate), opts ...ManifestOption) *ManifestDir {
-	m := &ManifestDir{dir: dir, clock: clock.RealClock{}, debounce: DefaultDebounce, log: zap.NewNop(),
+// NewDir returns a source for dir that calls apply for every change.
+func NewDir(dir string, apply func(agent.PodUpdate), opts ...Option) *Dir {
+	m := &Dir{dir: dir, clock: clock.RealClock{}, debounce: DefaultDebounce, log: zap.NewNop(),
 		apply: apply, current: map[string]*podSource{}}
 	for _, o := range opts {
 		o(m)
@@ -98,7 +100,7 @@ func manifestFile(name string) bool {
 // serialised, so apply and the error callback are never called
 // concurrently and see every update once, in order. They are called
 // inside that serialisation and must not call Sync themselves.
-func (m *ManifestDir) Sync() error {
+func (m *Dir) Sync() error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	entries, err := os.ReadDir(m.dir)
@@ -115,7 +117,7 @@ func (m *ManifestDir) Sync() error {
 	next := map[string]*podSource{}
 	badFiles := map[string]bool{}
 	for _, f := range files {
-		pods, err := LoadManifestFile(f)
+		pods, err := LoadFile(f)
 		if err != nil {
 			badFiles[f] = true
 			for _, e := range flatten(err) {
@@ -125,7 +127,7 @@ func (m *ManifestDir) Sync() error {
 		for _, p := range pods {
 			key := podKey(p)
 			if prev, dup := next[key]; dup {
-				m.onError(&ManifestError{File: f, Doc: -1, Pod: key, Field: "metadata.name",
+				m.onError(&Error{File: f, Doc: -1, Pod: key, Field: "metadata.name",
 					Err: fmt.Errorf("pod already defined in %s", prev.file)})
 				continue
 			}
@@ -137,22 +139,22 @@ func (m *ManifestDir) Sync() error {
 			next[key] = old // keep it until the file is valid again
 		}
 	}
-	var updates []PodUpdate
+	var updates []agent.PodUpdate
 	for key, cur := range next {
 		old, ok := m.current[key]
 		switch {
 		case !ok:
-			updates = append(updates, PodUpdate{Op: OpAdd, Pod: cur.pod, Source: cur.file})
+			updates = append(updates, agent.PodUpdate{Op: agent.OpAdd, Pod: cur.pod, Source: cur.file})
 		case !reflect.DeepEqual(old.pod.Spec, cur.pod.Spec) || !reflect.DeepEqual(old.pod.Annotations, cur.pod.Annotations) ||
 			!reflect.DeepEqual(old.pod.Labels, cur.pod.Labels):
-			updates = append(updates, PodUpdate{Op: OpUpdate, Pod: cur.pod, Source: cur.file})
+			updates = append(updates, agent.PodUpdate{Op: agent.OpUpdate, Pod: cur.pod, Source: cur.file})
 		default:
 			next[key] = old
 		}
 	}
 	for key, old := range m.current {
 		if _, ok := next[key]; !ok {
-			updates = append(updates, PodUpdate{Op: OpDelete, Pod: old.pod, Source: old.file})
+			updates = append(updates, agent.PodUpdate{Op: agent.OpDelete, Pod: old.pod, Source: old.file})
 		}
 	}
 	m.current = next
@@ -176,7 +178,7 @@ func flatten(err error) []error {
 
 // Run reads the directory, then watches it until ctx is done, re-reading
 // after each burst of changes. It returns nil when ctx is done.
-func (m *ManifestDir) Run(ctx context.Context) error {
+func (m *Dir) Run(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch manifest dir: %w", err)
