@@ -165,7 +165,7 @@ func (a *asyncSandboxes) finish(e *asyncSandbox, real string, err error) {
 		a.mu.Lock()
 		a.byReal[real] = e.id
 		a.mu.Unlock()
-		a.s.view.SandboxChanged(real)
+		a.s.statuses.wrote(objKey{objSandbox, real}, "", sandboxRank(runtimeapi.PodSandboxState_SANDBOX_READY), nil)
 	}
 	a.mu.Lock()
 	e.real, e.err = real, err

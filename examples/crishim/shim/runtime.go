@@ -14,9 +14,21 @@ func (s *Shim) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*ru
 	return forward(s, ctx, "Version", req, s.rt.Version)
 }
 
-// Status forwards.
+// Status forwards while the view is within its staleness bound. Past it
+// the runtime has not answered a relist for that long: the shim answers at
+// once, with RuntimeReady false (reason RuntimeUnresponsive, the view's
+// error as message) and the other conditions as the runtime last reported
+// them, rather than pretend the runtime is ready or hold the kubelet's
+// call. Verbose calls always forward.
 func (s *Shim) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	return forward(s, ctx, "Status", req, s.rt.Status)
+	if err := s.view.Health(); err != nil && !req.GetVerbose() && !s.draining() {
+		return s.runtimeDown(err), nil
+	}
+	resp, err := forward(s, ctx, "Status", req, s.rt.Status)
+	if err == nil && !req.GetVerbose() {
+		s.lastStatus.Store(resp)
+	}
+	return resp, err
 }
 
 // RuntimeConfig forwards.
@@ -37,7 +49,7 @@ func (s *Shim) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxR
 	}
 	resp, err := forward(s, ctx, "RunPodSandbox", req, s.rt.RunPodSandbox)
 	if err == nil {
-		s.view.SandboxChanged(resp.GetPodSandboxId())
+		s.statuses.wrote(objKey{objSandbox, resp.GetPodSandboxId()}, "", sandboxRank(runtimeapi.PodSandboxState_SANDBOX_READY), nil)
 	}
 	return resp, err
 }
@@ -50,8 +62,12 @@ func (s *Shim) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandbo
 		return &runtimeapi.StopPodSandboxResponse{}, err
 	}
 	r := &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}
+	running := s.statuses.runningIn(id)
 	resp, err := forward(s, ctx, "StopPodSandbox", r, s.rt.StopPodSandbox)
-	s.view.SandboxChanged(id)
+	s.statuses.wrote(objKey{objSandbox, id}, "", sandboxRank(runtimeapi.PodSandboxState_SANDBOX_NOTREADY), err)
+	for _, cid := range running { // stopping the sandbox stopped them
+		s.statuses.wrote(objKey{objContainer, cid}, id, containerRank(runtimeapi.ContainerState_CONTAINER_EXITED), err)
+	}
 	return resp, err
 }
 
@@ -70,18 +86,21 @@ func (s *Shim) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSa
 	resp, err := forward(s, ctx, "RemovePodSandbox", r, s.rt.RemovePodSandbox)
 	if err == nil {
 		s.view.SandboxRemoved(id)
+		s.statuses.removed(objKey{objSandbox, id})
 		if s.async != nil {
 			s.async.forget(req.GetPodSandboxId())
 		}
 	} else {
-		s.view.SandboxChanged(id)
+		s.statuses.changedUnseen(objKey{objSandbox, id}, "")
 	}
 	return resp, err
 }
 
-// PodSandboxStatus forwards. In async mode a sandbox still being created is
-// reported READY without network status, one whose creation failed
-// NOTREADY.
+// PodSandboxStatus answers a non-verbose call for a sandbox the view lists
+// from the last status the shim saw (see the package documentation);
+// verbose calls and unknown ids are forwarded. In async mode a sandbox
+// still being created is reported READY without network status, one whose
+// creation failed NOTREADY.
 func (s *Shim) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	if s.async != nil {
 		if st, ok := s.async.status(req.GetPodSandboxId(), req.GetVerbose()); ok {
@@ -92,7 +111,25 @@ func (s *Shim) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxS
 	if id != req.GetPodSandboxId() {
 		r = &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: req.GetVerbose()}
 	}
+	var listed bool
+	if !req.GetVerbose() && !s.cfg.PassthroughLists {
+		st, known, err := s.sandboxStatusFromView(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			resp := &runtimeapi.PodSandboxStatusResponse{Status: st}
+			if s.async != nil {
+				resp = s.async.editStatus(resp)
+			}
+			return resp, nil
+		}
+		listed = known
+	}
 	resp, err := forward(s, ctx, "PodSandboxStatus", r, s.rt.PodSandboxStatus)
+	if err == nil && listed {
+		s.statuses.fetchedSandbox(resp.GetStatus())
+	}
 	if err == nil && s.async != nil {
 		resp = s.async.editStatus(resp)
 	}
@@ -103,6 +140,11 @@ func (s *Shim) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxS
 func (s *Shim) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	if s.draining() {
 		return nil, status.Error(codes.Unavailable, ErrDraining.Error())
+	}
+	if !s.cfg.PassthroughLists {
+		if err := s.statuses.awaitWrites(ctx, nil); err != nil {
+			return nil, viewError(err)
+		}
 	}
 	f := req.GetFilter()
 	var pending []*runtimeapi.PodSandbox
@@ -160,7 +202,7 @@ func (s *Shim) CreateContainer(ctx context.Context, req *runtimeapi.CreateContai
 	}
 	resp, err := forward(s, ctx, "CreateContainer", r, s.rt.CreateContainer)
 	if err == nil {
-		s.view.ContainerChanged(resp.GetContainerId(), id)
+		s.statuses.wrote(objKey{objContainer, resp.GetContainerId()}, id, containerRank(runtimeapi.ContainerState_CONTAINER_CREATED), nil)
 	}
 	return resp, err
 }
@@ -168,14 +210,14 @@ func (s *Shim) CreateContainer(ctx context.Context, req *runtimeapi.CreateContai
 // StartContainer forwards.
 func (s *Shim) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	resp, err := forward(s, ctx, "StartContainer", req, s.rt.StartContainer)
-	s.view.ContainerChanged(req.GetContainerId(), "")
+	s.statuses.wrote(objKey{objContainer, req.GetContainerId()}, "", containerRank(runtimeapi.ContainerState_CONTAINER_RUNNING), err)
 	return resp, err
 }
 
 // StopContainer forwards.
 func (s *Shim) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	resp, err := forward(s, ctx, "StopContainer", req, s.rt.StopContainer)
-	s.view.ContainerChanged(req.GetContainerId(), "")
+	s.statuses.wrote(objKey{objContainer, req.GetContainerId()}, "", containerRank(runtimeapi.ContainerState_CONTAINER_EXITED), err)
 	return resp, err
 }
 
@@ -184,8 +226,9 @@ func (s *Shim) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContai
 	resp, err := forward(s, ctx, "RemoveContainer", req, s.rt.RemoveContainer)
 	if err == nil {
 		s.view.ContainerRemoved(req.GetContainerId())
+		s.statuses.removed(objKey{objContainer, req.GetContainerId()})
 	} else {
-		s.view.ContainerChanged(req.GetContainerId(), "")
+		s.statuses.changedUnseen(objKey{objContainer, req.GetContainerId()}, "")
 	}
 	return resp, err
 }
@@ -194,6 +237,11 @@ func (s *Shim) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContai
 func (s *Shim) ListContainers(ctx context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	if s.draining() {
 		return nil, status.Error(codes.Unavailable, ErrDraining.Error())
+	}
+	if !s.cfg.PassthroughLists {
+		if err := s.statuses.awaitWrites(ctx, nil); err != nil {
+			return nil, viewError(err)
+		}
 	}
 	f := req.GetFilter()
 	if s.async != nil && f.GetPodSandboxId() != "" {
@@ -229,15 +277,32 @@ func (s *Shim) StreamContainers(req *runtimeapi.StreamContainersRequest, ss grpc
 	return streamForward(s, ss, req, s.rt.StreamContainers, nil)
 }
 
-// ContainerStatus forwards.
+// ContainerStatus answers a non-verbose call for a container the view
+// lists from the last status the shim saw (see the package
+// documentation); verbose calls and unknown ids are forwarded.
 func (s *Shim) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
-	return forward(s, ctx, "ContainerStatus", req, s.rt.ContainerStatus)
+	var listed bool
+	if !req.GetVerbose() && !s.cfg.PassthroughLists {
+		st, known, err := s.containerStatusFromView(ctx, req.GetContainerId())
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			return &runtimeapi.ContainerStatusResponse{Status: st}, nil
+		}
+		listed = known
+	}
+	resp, err := forward(s, ctx, "ContainerStatus", req, s.rt.ContainerStatus)
+	if err == nil && listed {
+		s.statuses.fetchedContainer(resp.GetStatus(), "")
+	}
+	return resp, err
 }
 
 // UpdateContainerResources forwards.
 func (s *Shim) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	resp, err := forward(s, ctx, "UpdateContainerResources", req, s.rt.UpdateContainerResources)
-	s.view.ContainerChanged(req.GetContainerId(), "")
+	s.statuses.changedUnseen(objKey{objContainer, req.GetContainerId()}, "")
 	return resp, err
 }
 
@@ -360,7 +425,7 @@ func (s *Shim) CheckpointPod(ctx context.Context, req *runtimeapi.CheckpointPodR
 func (s *Shim) RestorePod(ctx context.Context, req *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
 	resp, err := forward(s, ctx, "RestorePod", req, s.rt.RestorePod)
 	if err == nil {
-		s.view.SandboxChanged(resp.GetPodSandboxId())
+		s.statuses.changedUnseen(objKey{objSandbox, resp.GetPodSandboxId()}, "")
 	}
 	return resp, err
 }
@@ -395,7 +460,7 @@ func (s *Shim) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.Up
 		r = &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: id, Overhead: req.GetOverhead(), Resources: req.GetResources()}
 	}
 	resp, err := forward(s, ctx, "UpdatePodSandboxResources", r, s.rt.UpdatePodSandboxResources)
-	s.view.SandboxChanged(id)
+	s.statuses.changedUnseen(objKey{objSandbox, id}, "")
 	return resp, err
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/runtimeview"
@@ -51,6 +53,14 @@ type Config struct {
 	// Logger (default zap.NewNop()). Requests are never logged, so
 	// registry credentials cannot leak into the log.
 	Logger *zap.Logger
+	// WriteWait bounds how long a read waits for the runtime's event of a
+	// mutation made through the shim before falling back to a status call
+	// (DefaultWriteWait when zero or negative). containerd sends the event
+	// before or just after it answers the mutation, so reads rarely wait.
+	WriteWait time.Duration
+	// Clock drives the view's relists and bounds and the shim's own
+	// timers (default the real clock); tests pass a fake one.
+	Clock clock.WithTicker
 }
 
 // Shim is a CRI server that forwards to a backend runtime: a drop-in
@@ -66,6 +76,9 @@ type Shim struct {
 	img       runtimeapi.ImageServiceClient
 	client    *criclient.Client // feeds the view; rt and img are its raw clients
 	view      *runtimeview.View
+	statuses  *statuses
+	// lastStatus is the runtime's last answer to a non-verbose Status.
+	lastStatus atomic.Pointer[runtimeapi.StatusResponse]
 	gates     [numClasses]*criclient.Gate
 	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
 	drain     chan struct{}   // closed by Drain: streams end, new calls fail
@@ -80,6 +93,12 @@ type Shim struct {
 func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.WriteWait <= 0 {
+		cfg.WriteWait = DefaultWriteWait
 	}
 	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
 	for c := range s.gates {
@@ -97,7 +116,7 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
 	}
 	s.rt, s.img = s.client.Raw()
-	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view"))}
+	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view")), runtimeview.WithClock(cfg.Clock)}
 	if cfg.RelistPeriod != 0 {
 		viewOpts = append(viewOpts, runtimeview.WithRelistPeriod(cfg.RelistPeriod))
 	}
@@ -108,6 +127,7 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		_ = s.client.Close()
 		return nil, fmt.Errorf("crishim: %w", err)
 	}
+	s.statuses = newStatuses(s, cfg.Clock, cfg.WriteWait)
 	if cfg.AsyncRunPodSandbox {
 		s.async = newAsyncSandboxes(s, max(cfg.AsyncWorkers, 0), cfg.AsyncQueue)
 		if err := s.async.recover(ctx); err != nil {
@@ -150,6 +170,7 @@ func (s *Shim) Close() error {
 		if s.async != nil {
 			s.async.close()
 		}
+		s.statuses.close()
 		s.view.Close()
 		err = s.client.Close()
 	})
