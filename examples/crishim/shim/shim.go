@@ -70,20 +70,20 @@ type Shim struct {
 	runtimeapi.UnsafeRuntimeServiceServer
 	runtimeapi.UnsafeImageServiceServer
 
-	cfg       Config
-	log       *zap.Logger
-	rt        runtimeapi.RuntimeServiceClient
-	img       runtimeapi.ImageServiceClient
-	client    *criclient.Client // feeds the view; rt and img are its raw clients
-	view      *runtimeview.View
-	statuses  *statuses
+	cfg      Config
+	log      *zap.Logger
+	rt       runtimeapi.RuntimeServiceClient
+	img      runtimeapi.ImageServiceClient
+	client   *criclient.Client // feeds the view; rt and img are its raw clients
+	view     *runtimeview.View
+	statuses *statuses
 	// lastStatus is the runtime's last answer to a non-verbose Status.
 	lastStatus atomic.Pointer[runtimeapi.StatusResponse]
-	gates     [numClasses]*criclient.Gate
-	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain     chan struct{}   // closed by Drain: streams end, new calls fail
-	drainOnce sync.Once
-	closeOnce sync.Once
+	gates      [numClasses]*criclient.Gate
+	async      *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drain      chan struct{}   // closed by Drain: streams end, new calls fail
+	drainOnce  sync.Once
+	closeOnce  sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
