@@ -30,6 +30,34 @@
 //     List (read-your-writes), and data older than MaxStaleness is never
 //     served: reads then fail with UNAVAILABLE and Health (/healthz) says
 //     why.
+//   - Where each call is answered. From the view: ListPodSandbox,
+//     ListContainers (every filter: id, state, sandbox id, labels) and the
+//     non-verbose PodSandboxStatus and ContainerStatus of an object the
+//     view lists, from the last full status the shim saw (the runtime's
+//     events carry the pod's sandbox status and all its container
+//     statuses; a forwarded status call fills what no event brought, e.g.
+//     after the shim started). A held status older than the view's state
+//     (the view lists a later state, say EXITED while the shim holds
+//     RUNNING) is refreshed by one forwarded call. Forwarded: verbose
+//     status, statuses of ids the view does not list (the kubelet gets the
+//     runtime's answer, NotFound, error or timeout), every mutation, Exec,
+//     Attach, PortForward, ExecSync, stats (ListPodSandboxStats,
+//     ListContainerStats: they change continuously and the view has none),
+//     images, Version, RuntimeConfig. By the shim itself: Status past the
+//     staleness bound (RuntimeReady false, reason RuntimeUnresponsive, the
+//     other conditions as last reported: the runtime is down and the shim
+//     says so at once instead of holding the call); within the bound
+//     Status is forwarded.
+//   - Read-your-writes without asking the runtime: a mutation made through
+//     the shim is confirmed by its event (containerd sends it as it
+//     answers); a List or status read that begins later waits for that
+//     event, up to Config.WriteWait (500 ms), then falls back to the view's
+//     status-call confirmation. With the event stream down the fallback is
+//     used from the start and status reads of written objects are
+//     forwarded. Changes made by others show at once by their event, and
+//     at the latest after the next relist (RelistPeriod) when the event was
+//     lost. Past MaxStaleness status reads of known objects fail with
+//     UNAVAILABLE, as Lists do.
 //   - GetContainerEvents subscribers share the view's one upstream
 //     stream, each with its own buffer of EventBuffer events. A subscriber
 //     whose buffer is full is ended with RESOURCE_EXHAUSTED (it lost an
