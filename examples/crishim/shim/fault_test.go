@@ -92,7 +92,7 @@ func TestRealNodeBackendKilledAndRestarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the subscription", func() bool { return sv.shim.View().Stats().Subscribers == 1 })
+	eventually(t, "the subscription", func() bool { return sv.shim.View().Stats().Subscribers == ownSubscribers+1 })
 	if _, err := sv.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
 		t.Fatal(err)
 	}

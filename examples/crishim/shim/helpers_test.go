@@ -104,3 +104,8 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// ownSubscribers is the number of view subscriptions the shim holds itself:
+// the statuses it answers reads from follow the view's events. A client's
+// GetContainerEvents stream is one more.
+const ownSubscribers = 1

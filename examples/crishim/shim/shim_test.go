@@ -151,7 +151,7 @@ func TestEventFanoutSlowSubscriber(t *testing.T) {
 	}
 	eventually(t, "both views' streams", func() bool { return srv.Runtime().Subscribers() == 2 })
 	eventually(t, "both subscriptions", func() bool {
-		return sv.shim.View().Stats().Subscribers == 1 && fast.shim.View().Stats().Subscribers == 1
+		return sv.shim.View().Stats().Subscribers == ownSubscribers+1 && fast.shim.View().Stats().Subscribers == ownSubscribers+1
 	})
 
 	const pods = 400
@@ -245,7 +245,7 @@ func TestAsyncRunPodSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the view's stream", func() bool { return srv.Runtime().Subscribers() == 1 })
-	eventually(t, "the subscription", func() bool { return sv.shim.View().Stats().Subscribers == 1 })
+	eventually(t, "the subscription", func() bool { return sv.shim.View().Stats().Subscribers == ownSubscribers+1 })
 
 	resp, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
 	if err != nil {

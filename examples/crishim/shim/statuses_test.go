@@ -63,7 +63,7 @@ func sameAsRuntime(t *testing.T, srv *crisim.Server, sv *served, sandboxID, cont
 func waitFollowing(t *testing.T, srv *crisim.Server, sv *served) {
 	t.Helper()
 	eventually(t, "the view's stream", func() bool { return srv.Runtime().Subscribers() == 1 })
-	eventually(t, "the shim following the view's events", func() bool { return sv.shim.View().Stats().Subscribers == 1 })
+	eventually(t, "the shim following the view's events", func() bool { return sv.shim.View().Stats().Subscribers == ownSubscribers })
 }
 
 // A status read right after the shim's own mutation sees it, and is
