@@ -80,8 +80,11 @@ func (e *RequestError) Error() string {
 // Unwrap returns the wrapped errors.
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// errNotNew is what a zero Scheduler answers.
-var errNotNew = fmt.Errorf("asyncpull: Scheduler not made by New: %w", ErrClosed)
+// errNotNew is what a Scheduler not made by New answers: an *ArgError, as in
+// every package of the module.
+func errNotNew(method string) error {
+	return &ArgError{Method: method, Arg: "Scheduler", Reason: "is not initialized: use New"}
+}
 
 // ConfigError is a constructor parameter or option that cannot be used.
 type ConfigError struct {

@@ -74,11 +74,15 @@ func TestMisuse(t *testing.T) {
 // A zero Scheduler says it was not made by New, and never panics.
 func TestZeroScheduler(t *testing.T) {
 	var s asyncpull.Scheduler
-	if res := s.Ensure(context.Background(), asyncpull.Request{Image: "nginx", PodUID: "p"}); !errors.Is(res.Err, asyncpull.ErrClosed) {
-		t.Errorf("Ensure on a zero Scheduler: %+v, want an error wrapping ErrClosed", res)
+	var ae *asyncpull.ArgError
+	if res := s.Ensure(context.Background(), asyncpull.Request{Image: "nginx", PodUID: "p"}); res.State != asyncpull.StateFailed || res.Reason != "" || !errors.As(res.Err, &ae) || ae.Arg != "Scheduler" {
+		t.Errorf("Ensure on a zero Scheduler: %+v, want StateFailed, no reason and an *ArgError for Scheduler", res)
 	}
-	if _, err := s.Subscribe("p"); !errors.Is(err, asyncpull.ErrClosed) {
-		t.Errorf("Subscribe on a zero Scheduler: %v", err)
+	if _, err := s.Wait(context.Background(), asyncpull.Request{Image: "nginx", PodUID: "p"}); !errors.As(err, &ae) || ae.Method != "Wait" || ae.Arg != "Scheduler" {
+		t.Errorf("Wait on a zero Scheduler: %v, want an *ArgError for Scheduler", err)
+	}
+	if _, err := s.Subscribe("p"); !errors.As(err, &ae) || ae.Method != "Subscribe" {
+		t.Errorf("Subscribe on a zero Scheduler: %v, want an *ArgError", err)
 	}
 	s.Cancel("p")
 	if st := s.Stats(); st != (asyncpull.Stats{}) {

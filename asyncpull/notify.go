@@ -41,7 +41,7 @@ func (s *Scheduler) Subscribe(podUID types.UID) (*Subscription, error) {
 		return nil, &ArgError{Method: "Subscribe", Arg: "podUID", Reason: "must not be empty"}
 	}
 	if s.images == nil {
-		return nil, errNotNew
+		return nil, errNotNew("Subscribe")
 	}
 	sub := &Subscription{s: s, pod: podUID, ch: make(chan struct{}, 1)}
 	s.mu.Lock()

@@ -153,7 +153,8 @@ type Result struct {
 	// ImageRef is the runtime's image ID when State is StatePresent.
 	ImageRef string
 	// Reason is a kubelet reason string (ReasonErrImagePull ...) when State is StateBackOff
-	// or StateFailed.
+	// or StateFailed. It is empty when the call itself was wrong (a nil ctx, a Scheduler not
+	// made by New): then Err is an *ArgError and nothing was pulled.
 	Reason string
 	// Err is the error when State is StateBackOff (the last pull error) or StateFailed.
 	Err error

@@ -29,8 +29,9 @@ type ImageService interface {
 }
 
 // Scheduler pulls images for pods without blocking them. Create it with New; it is safe for
-// concurrent use; Close releases it. A zero Scheduler is not usable: its methods return
-// errNotNew (wrapping ErrClosed) or do nothing.
+// concurrent use; Close releases it. A Scheduler not made by New is not usable: Ensure,
+// Wait and Subscribe answer an *ArgError saying "use New", Cancel does nothing, Stats is
+// zero and Close returns nil.
 type Scheduler struct {
 	images ImageService
 	cfg    config
@@ -239,9 +240,13 @@ func (s *Scheduler) Ensure(ctx context.Context, req Request) Result {
 // (Present, BackOff or Failed) or ctx is done. The error is Result.Err, or ctx's error wrapped
 // with ErrCanceled.
 func (s *Scheduler) Wait(ctx context.Context, req Request) (Result, error) {
+	if s.images == nil {
+		err := errNotNew("Wait")
+		return Result{State: StateFailed, Image: req.Image, Err: err}, err
+	}
 	if ctx == nil {
 		err := &ArgError{Method: "Wait", Arg: "ctx", Reason: "must not be nil"}
-		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: err}, err
+		return Result{State: StateFailed, Image: req.Image, Err: err}, err
 	}
 	res, o, w := s.ensure(ctx, req)
 	if o == nil {
@@ -308,11 +313,11 @@ func failed(image, reason string, err error) Result {
 
 func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waiterID) {
 	if s.images == nil {
-		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: errNotNew}, nil, waiterID{}
+		return Result{State: StateFailed, Image: req.Image, Err: errNotNew("Ensure")}, nil, waiterID{}
 	}
 	if ctx == nil {
 		err := &ArgError{Method: "Ensure", Arg: "ctx", Reason: "must not be nil"}
-		return Result{State: StateFailed, Image: req.Image, Reason: ReasonErrImagePull, Err: err}, nil, waiterID{}
+		return Result{State: StateFailed, Image: req.Image, Err: err}, nil, waiterID{}
 	}
 	policy := req.PullPolicy
 	if policy == "" {

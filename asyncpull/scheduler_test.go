@@ -694,7 +694,7 @@ func TestBadInputTypedErrors(t *testing.T) {
 	}
 	var nilCtx context.Context
 	var ae *asyncpull.ArgError
-	if res := s.Ensure(nilCtx, asyncpull.Request{Image: "bad name"}); !errors.As(res.Err, &ae) || ae.Arg != "ctx" {
+	if res := s.Ensure(nilCtx, asyncpull.Request{Image: "bad name"}); !errors.As(res.Err, &ae) || ae.Arg != "ctx" || res.Reason != "" {
 		t.Errorf("nil ctx: %+v, want an *ArgError for ctx", res)
 	}
 	if len(fake.Called) != 0 {

@@ -14,7 +14,7 @@ type Option func(*config)
 
 // DefaultEventBuffer is the number of events buffered per GetContainerEvents
 // subscriber, the same as containerd 2.x. A subscriber whose buffer is full
-// loses the event (see EventsDropped).
+// loses the event (see EventsLost).
 const DefaultEventBuffer = 100
 
 type config struct {

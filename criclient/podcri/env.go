@@ -36,7 +36,7 @@ func Env(pod *corev1.Pod, c *corev1.Container, hostIP, podIP string) ([]*runtime
 		v := e.Value
 		if e.ValueFrom != nil {
 			var err error
-			if v, err = valueFrom(pod, c, e, hostIP, podIP); err != nil {
+			if v, err = resolveValueFrom(pod, c, e, hostIP, podIP); err != nil {
 				return nil, err
 			}
 		}
@@ -47,7 +47,7 @@ func Env(pod *corev1.Pod, c *corev1.Container, hostIP, podIP string) ([]*runtime
 
 var subscript = regexp.MustCompile(`^metadata\.(labels|annotations)\['(.+)'\]$`)
 
-func valueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, podIP string) (string, error) {
+func resolveValueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, podIP string) (string, error) {
 	bad := func(reason string) error { return &EnvError{Container: c.Name, Variable: e.Name, Reason: reason} }
 	vf := e.ValueFrom
 	switch {

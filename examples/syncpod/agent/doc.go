@@ -11,7 +11,7 @@
 //	snap := a.Snapshot()                        // pods, states, startup latencies, PLEG mode and health
 //
 // Shape, as the kubelet's: one worker per pod runs its syncs; a sync
-// computes what to do (podActions, from the pod, its cached runtime status
+// computes what to do (the pod's actions, from the pod, its cached runtime status
 // and the agent's per-pod state), then does it; every RuntimeService and
 // ImageManagerService call goes through one runtime layer (runtime.go, the
 // kubelet's kuberuntime). WithNode says how pods sit on the node,
@@ -67,7 +67,7 @@
 // checks, and downwardAPI and projected downwardAPI files, written
 // atomically and rewritten when the pod's metadata changes; a volume that
 // cannot be set up fails only the starts of the containers mounting it,
-// with a *volumeError, and is retried on the next sync. A pod's directory
+// with a volume error, and is retried on the next sync. A pod's directory
 // goes with its sandbox; an adopting agent keeps it.
 //
 // Statuses: Agent.Pod gives a pod with the corev1.PodStatus a kubelet

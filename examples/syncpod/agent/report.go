@@ -90,10 +90,10 @@ type Event struct {
 	Type      string        // what happened: see Event
 	Pod       string        // namespace/name
 	Container string        // the container's name, for container events
-	Image     string        // the image, for eventPulled
+	Image     string        // the image, for ImagePulled
 	Attempt   uint32        // the container's or sandbox's attempt
 	Duration  time.Duration // startup latency, pull time or back-off wait
-	Healthy   bool          // the PLEG's health, for eventHealth
+	Healthy   bool          // the PLEG's health, for PLEGHealth
 	Err       error         // what failed, if anything
 }
 
@@ -397,7 +397,7 @@ func (a *Agent) Snapshot() Snapshot {
 
 // Stats are the agent's totals, for the benchmark table.
 type Stats struct {
-	Startups      []time.Duration // the latest startupWindow pod startup latencies, oldest first
+	Startups      []time.Duration // the latest 1024 pod startup latencies, oldest first
 	StartupsTotal int             // every pod startup observed
 	WorkerBlocked time.Duration   // sum over workers of time blocked in pulls and cache waits
 	MaxRelist     time.Duration   // the longest relist

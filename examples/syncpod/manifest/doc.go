@@ -1,6 +1,6 @@
 // Package manifest is the syncpod command's pod source: a directory of
 // pod manifests (YAML or JSON, one pod, several documents or a v1 List per
-// file) turned into agent.PodUpdates, like the kubelet's static pod
+// file) turned into agent.PodUpdate values, like the kubelet's static pod
 // source.
 //
 //	src := manifest.NewDir("/etc/pods", a.Apply)
