@@ -126,7 +126,7 @@ func (p *docPackage) collect(f *ast.File) {
 				p.decls[d.Name.Name] = true
 				continue
 			}
-			p.member(recvTypeName(d.Recv.List[0].Type), d.Name.Name)
+			p.member(localTypeName(d.Recv.List[0].Type), d.Name.Name)
 		case *ast.GenDecl:
 			for _, spec := range d.Specs {
 				switch s := spec.(type) {
@@ -144,14 +144,21 @@ func (p *docPackage) collect(f *ast.File) {
 	}
 }
 
-func (p *docPackage) collectType(name string, typ ast.Expr) {
-	var fields *ast.FieldList
+// fieldList is a struct's fields or an interface's methods; nil for any
+// other type.
+func fieldList(typ ast.Expr) *ast.FieldList {
 	switch tt := typ.(type) {
 	case *ast.StructType:
-		fields = tt.Fields
+		return tt.Fields
 	case *ast.InterfaceType:
-		fields = tt.Methods
-	default:
+		return tt.Methods
+	}
+	return nil
+}
+
+func (p *docPackage) collectType(name string, typ ast.Expr) {
+	fields := fieldList(typ)
+	if fields == nil {
 		return
 	}
 	for _, fld := range fields.List {
@@ -159,7 +166,7 @@ func (p *docPackage) collectType(name string, typ ast.Expr) {
 			p.member(name, n.Name)
 		}
 		if len(fld.Names) == 0 { // embedded
-			emb := embeddedName(fld.Type)
+			emb := localTypeName(fld.Type)
 			if emb == "" {
 				p.embeds[name] = append(p.embeds[name], "")
 				continue
@@ -170,30 +177,17 @@ func (p *docPackage) collectType(name string, typ ast.Expr) {
 	}
 }
 
-// embeddedName is the local type an embedded field names, or "" for a
-// foreign type (whose members this test cannot see).
-func embeddedName(e ast.Expr) string {
+// localTypeName is the package-local type a receiver or an embedded field
+// names, without pointer and type arguments, or "" for a foreign type (whose
+// members this test cannot see).
+func localTypeName(e ast.Expr) string {
 	switch x := e.(type) {
 	case *ast.StarExpr:
-		return embeddedName(x.X)
-	case *ast.Ident:
-		return x.Name
+		return localTypeName(x.X)
 	case *ast.IndexExpr:
-		return embeddedName(x.X)
+		return localTypeName(x.X)
 	case *ast.IndexListExpr:
-		return embeddedName(x.X)
-	}
-	return ""
-}
-
-func recvTypeName(e ast.Expr) string {
-	switch x := e.(type) {
-	case *ast.StarExpr:
-		return recvTypeName(x.X)
-	case *ast.IndexExpr:
-		return recvTypeName(x.X)
-	case *ast.IndexListExpr:
-		return recvTypeName(x.X)
+		return localTypeName(x.X)
 	case *ast.Ident:
 		return x.Name
 	}
@@ -254,7 +248,7 @@ func (p *docPackage) docComments() []docComment {
 			case *ast.FuncDecl:
 				exp := d.Name.IsExported()
 				if d.Recv != nil && len(d.Recv.List) > 0 {
-					exp = exp && ast.IsExported(recvTypeName(d.Recv.List[0].Type))
+					exp = exp && ast.IsExported(localTypeName(d.Recv.List[0].Type))
 				}
 				add(d.Doc, exp && p.name != "main")
 			case *ast.GenDecl:
@@ -286,13 +280,8 @@ func (p *docPackage) docComments() []docComment {
 }
 
 func (p *docPackage) fieldDocs(typ ast.Expr, exported bool, add func(*ast.CommentGroup, bool)) {
-	var fields *ast.FieldList
-	switch tt := typ.(type) {
-	case *ast.StructType:
-		fields = tt.Fields
-	case *ast.InterfaceType:
-		fields = tt.Methods
-	default:
+	fields := fieldList(typ)
+	if fields == nil {
 		return
 	}
 	for _, fld := range fields.List {
@@ -304,7 +293,7 @@ func (p *docPackage) fieldDocs(typ ast.Expr, exported bool, add func(*ast.Commen
 			}
 			exp = exp && any
 		} else {
-			exp = exp && ast.IsExported(embeddedName(fld.Type))
+			exp = exp && ast.IsExported(localTypeName(fld.Type))
 		}
 		add(fld.Doc, exp)
 		add(fld.Comment, exp)
@@ -413,7 +402,7 @@ func (p *docPackage) check(all map[string]*docPackage) []string {
 			}
 			where := fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
 			for _, m := range docLinkRE.FindAllStringSubmatchIndex(line, -1) {
-				if !linkBoundary(line, m[0], m[1]) {
+				if !linkBoundary(line, m[0], m[1]) || quoted(line, m[0], m[1]) {
 					continue
 				}
 				ref := line[m[2]:m[3]]
@@ -449,6 +438,12 @@ func (p *docPackage) check(all map[string]*docPackage) []string {
 		})
 	}
 	return problems
+}
+
+// quoted reports whether line[start:end] is a whole string literal ("[REDACTED]"):
+// text, not a reference, even where go doc would try it as a link.
+func quoted(line string, start, end int) bool {
+	return start > 0 && end < len(line) && line[start-1] == '"' && line[end] == '"'
 }
 
 // linkBoundary applies go doc's rule: a doc link is preceded and followed by

@@ -232,7 +232,7 @@ func (s *Scheduler) Close() error {
 // Close. A pod that collected StateFailed and wants the retry asks again: that Ensure answers
 // StateBackOff and registers it.
 func (s *Scheduler) Ensure(ctx context.Context, req Request) Result {
-	res, _, _ := s.ensure(ctx, req)
+	res, _, _ := s.ensure(ctx, "Ensure", req)
 	return res
 }
 
@@ -240,15 +240,7 @@ func (s *Scheduler) Ensure(ctx context.Context, req Request) Result {
 // (Present, BackOff or Failed) or ctx is done. The error is Result.Err, or ctx's error wrapped
 // with ErrCanceled.
 func (s *Scheduler) Wait(ctx context.Context, req Request) (Result, error) {
-	if s.images == nil {
-		err := errNotNew("Wait")
-		return Result{State: StateFailed, Image: req.Image, Err: err}, err
-	}
-	if ctx == nil {
-		err := &ArgError{Method: "Wait", Arg: "ctx", Reason: "must not be nil"}
-		return Result{State: StateFailed, Image: req.Image, Err: err}, err
-	}
-	res, o, w := s.ensure(ctx, req)
+	res, o, w := s.ensure(ctx, "Wait", req)
 	if o == nil {
 		return res, res.Err
 	}
@@ -311,12 +303,14 @@ func failed(image, reason string, err error) Result {
 	return Result{State: StateFailed, Image: image, Reason: reason, Err: err}
 }
 
-func (s *Scheduler) ensure(ctx context.Context, req Request) (Result, *op, waiterID) {
+// ensure is Ensure and the first half of Wait; method names the caller in
+// the errors of a misused call.
+func (s *Scheduler) ensure(ctx context.Context, method string, req Request) (Result, *op, waiterID) {
 	if s.images == nil {
-		return Result{State: StateFailed, Image: req.Image, Err: errNotNew("Ensure")}, nil, waiterID{}
+		return Result{State: StateFailed, Image: req.Image, Err: errNotNew(method)}, nil, waiterID{}
 	}
 	if ctx == nil {
-		err := &ArgError{Method: "Ensure", Arg: "ctx", Reason: "must not be nil"}
+		err := &ArgError{Method: method, Arg: "ctx", Reason: "must not be nil"}
 		return Result{State: StateFailed, Image: req.Image, Err: err}, nil, waiterID{}
 	}
 	policy := req.PullPolicy

@@ -65,7 +65,7 @@
 //     resubscribes); when the runtime's stream breaks all subscribers end
 //     with UNAVAILABLE. Nobody else waits for a slow subscriber.
 //   - Requests are never logged; registry credentials echoed by a
-//     PullImage error are replaced by the word REDACTED in square brackets.
+//     PullImage error are replaced by "[REDACTED]".
 //   - Drain refuses new calls (UNAVAILABLE), ends event streams and waits
 //     for queued asynchronous calls; the command does it on SIGTERM.
 //

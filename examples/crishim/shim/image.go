@@ -28,8 +28,7 @@ func (s *Shim) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusReque
 }
 
 // PullImage forwards. An error that echoes a credential of the request
-// (three characters or more) has it replaced by the word REDACTED in
-// square brackets.
+// (three characters or more) has it replaced by "[REDACTED]".
 func (s *Shim) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	resp, err := forward(s, ctx, "PullImage", req, s.img.PullImage)
 	if err != nil {
