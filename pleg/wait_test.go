@@ -29,6 +29,14 @@ func eventedSim(t *testing.T, opts ...Option) (*simEnv, func()) {
 		t.Fatal(err)
 	}
 	waitFor(t, "evented mode", func() bool { return p.Mode() == ModeEvented })
+	// The CRI does not say when the runtime starts sending on a stream it
+	// opened; until it does, an event reaches the PLEG only through the
+	// safety-net relist, which the fake clock never fires.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rt.WaitSubscribers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	return env, func() { _ = p.Close() }
 }
 
