@@ -61,8 +61,8 @@
 // (WithSafetyNetPeriod, default 300 s). The CRI does not tell a client
 // when the runtime starts sending on a stream it has opened, so an event
 // the runtime emits after that relist but before it has registered the
-// stream reaches the
-// PLEG through the next safety-net relist, as with the kubelet.
+// stream reaches the PLEG through the next safety-net relist, as with the
+// kubelet.
 // Mode() and the observer's ObservedModeChange show the mode. The event
 // stream is read by one reader that reconnects with a jittered back-off
 // (WithBackOff) and treats a closed events channel like an ended stream.
