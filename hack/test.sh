@@ -6,6 +6,7 @@
 # examples/, examples/virtualkubelet/). Real-node tests are required: an
 # unavailable node, binary or image fails them, and a real-node test that
 # skipped anyway fails the run (internal/testreport reads go test -json).
+# Then every fuzz target runs briefly (hack/fuzz-brief.sh, SYNCPOD_FUZZTIME).
 # Every module runs and reports even when an earlier one failed; the exit
 # status is non-zero when any did.
 #
@@ -41,6 +42,14 @@ for mod in . examples examples/virtualkubelet; do
   rm -f /tmp/syncpod-test-summary.$$
   [ "$rc" -eq 0 ] || status=1
 done
+
+echo "== fuzz targets, briefly (hack/fuzz-brief.sh)"
+bash hack/fuzz-brief.sh > /tmp/syncpod-fuzz.$$ 2>&1
+rc=$?
+grep -E '^(== fuzz|--- FAIL|FAIL|.*Failing input)' /tmp/syncpod-fuzz.$$
+[ "$rc" -eq 0 ] || { tail -40 /tmp/syncpod-fuzz.$$; status=1; }
+summaries+=("$(tail -1 /tmp/syncpod-fuzz.$$)")
+rm -f /tmp/syncpod-fuzz.$$
 
 echo "== summary ($(( $(date +%s) - start )) s)"
 printf '%s\n' "${summaries[@]}"
