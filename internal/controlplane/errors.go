@@ -45,3 +45,17 @@ func (e *StartError) Error() string {
 
 // Unwrap returns the cause.
 func (e *StartError) Unwrap() error { return e.Err }
+
+// StatusError is an API server answer other than 200 OK to GetJSON.
+type StatusError struct {
+	// Path is the path asked for.
+	Path string
+	// Code is the HTTP status code (404 for an object that does not exist).
+	Code int
+	// Body is the start of the answer (the API server's Status object).
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("controlplane: GET %s: %d: %s", e.Path, e.Code, e.Body)
+}

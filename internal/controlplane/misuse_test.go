@@ -44,6 +44,10 @@ func TestZeroControlPlaneSaysUseNew(t *testing.T) {
 		if err := cp.Close(); err == nil {
 			t.Error("Close on a zero ControlPlane succeeded")
 		}
+		var out map[string]any
+		if err := cp.GetJSON(context.Background(), "/api/v1/nodes", &out); err == nil {
+			t.Error("GetJSON on a zero ControlPlane succeeded")
+		}
 		if cp.Kubeconfig() != nil {
 			t.Error("Kubeconfig on a zero ControlPlane returned one")
 		}

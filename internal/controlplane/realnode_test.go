@@ -97,6 +97,16 @@ func TestRealNodeControlPlane(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), `"k":"v"`) {
 		t.Fatalf("configmap after the API server restart: %d %s", code, body)
 	}
+	var got struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := cp.GetJSON(context.Background(), "/api/v1/namespaces/default/configmaps/kept", &got); err != nil || got.Data["k"] != "v" {
+		t.Fatalf("GetJSON of the configmap = %v, %v", got, err)
+	}
+	var se *controlplane.StatusError
+	if err := cp.GetJSON(context.Background(), "/api/v1/namespaces/default/configmaps/absent", &got); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		t.Fatalf("GetJSON of an absent configmap = %v, want a *StatusError with code 404", err)
+	}
 	if !bytes.Contains(cp.Kubeconfig(), []byte(cp.URL)) || !bytes.Contains(cp.Kubeconfig(), []byte(cp.Token)) {
 		t.Fatalf("Kubeconfig misses the URL or token:\n%s", cp.Kubeconfig())
 	}
@@ -112,5 +122,8 @@ func TestRealNodeControlPlane(t *testing.T) {
 	}
 	if err := cp.RestartAPIServer(); !errors.Is(err, controlplane.ErrClosed) {
 		t.Fatalf("RestartAPIServer after Close = %v, want ErrClosed", err)
+	}
+	if err := cp.GetJSON(context.Background(), "/api/v1/namespaces", &got); !errors.Is(err, controlplane.ErrClosed) {
+		t.Fatalf("GetJSON after Close = %v, want ErrClosed", err)
 	}
 }

@@ -24,9 +24,13 @@
 //
 // # The kubelet
 //
-// The kubelet runs standalone: no API server and no kubeconfig, pods come
-// only from the manifest directory, the node is not registered, and the
-// authenticated port admits anonymous requests (AlwaysAllow), so /metrics
+// By default the kubelet runs standalone: no API server and no kubeconfig,
+// pods come only from the manifest directory and the node is not
+// registered. WithKubeconfig registers it to an API server instead
+// (internal/controlplane): it creates its Node, renews its Lease and posts
+// the Node's conditions, so a test reads Ready with its reason and message
+// as an operator would; static pods then get mirror pods, and pods bound
+// to the node through the API run too. Either way the authenticated port admits anonymous requests (AlwaysAllow), so /metrics
 // can be read. Its KubeletConfiguration is the one that works on these
 // machines: cgroupfs driver, no QoS cgroups or node allocatable, cgroup v1
 // allowed, swap allowed, no iptables chains, no OOM score change, eviction
@@ -63,7 +67,7 @@
 //
 // Metrics returns /metrics; ParseText, Histograms, Merge, Value and
 // Histogram's Sub, Mean and Quantile read it (RelistDurationMetric and
-// PodStartMetric are the ones tests measure; a standalone kubelet never
+// PodStartMetric are the ones tests measure; only a registered kubelet
 // exports PodStartSLIMetric, which needs pods observed through an API
 // server). Healthz asks the read-only port's /healthz, which fails when
 // the sync loop stops. Log and ParseLog split the klog log into entries;

@@ -32,8 +32,9 @@ const dirPattern = "kubelethost-"
 // file, testnode.WriteOwner, names the test binary's).
 const pidFile = "kubelet.pid"
 
-// Kubelet is a running kubelet in standalone mode: no API server, pods come
-// from static manifests in ManifestDir. It runs in a mount namespace of its
+// Kubelet is a running kubelet, standalone (pods come from static
+// manifests in ManifestDir) or registered to an API server
+// (WithKubeconfig). It runs in a mount namespace of its
 // own in which /var/lib, /var/log and the kernel settings it would change
 // are private files, so the machine is left as it was. Create it with New
 // or Start; its exported fields are read-only.
@@ -210,6 +211,11 @@ func launch(bin, dir, endpoint string, c config) (*Kubelet, error) {
 	if err := os.WriteFile(l.configFile(), kc, 0o600); err != nil {
 		return nil, fmt.Errorf("kubelethost: %w", err)
 	}
+	if c.kubeconfig != nil {
+		if err := os.WriteFile(l.kubeconfig(), c.kubeconfig, 0o600); err != nil {
+			return nil, fmt.Errorf("kubelethost: %w", err)
+		}
+	}
 	logf, err := os.OpenFile(l.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("kubelethost: %w", err)
@@ -223,6 +229,9 @@ func launch(bin, dir, endpoint string, c config) (*Kubelet, error) {
 		"--cert-dir=" + l.certs(),
 		"--hostname-override=" + c.nodeName,
 		"-v=" + strconv.Itoa(c.verbosity),
+	}
+	if c.kubeconfig != nil {
+		args = append(args, "--kubeconfig="+l.kubeconfig())
 	}
 	cmd := exec.Command("unshare", args...)
 	cmd.Dir = dir

@@ -28,9 +28,10 @@ func (l layout) podLogs() string       { return l.path("pod-logs") }
 func (l layout) volumePlugins() string { return l.path("volume-plugins") }
 func (l layout) configFile() string    { return l.path("kubelet-config.json") }
 func (l layout) logFile() string       { return l.path("kubelet.log") }
+func (l layout) kubeconfig() string    { return l.path("kubeconfig") }
 
 // kubeletConfig renders the KubeletConfiguration this machine needs: the
-// kubelet runs without an API server, on cgroup v1 without the right to
+// kubelet runs standalone or registered (WithKubeconfig), on cgroup v1 without the right to
 // raise rlimits, beside other kubelets and containerds, and must not change
 // host settings the mount namespace does not cover (iptables, OOM score).
 func kubeletConfig(c *config, l layout, p ports, endpoint string) ([]byte, error) {
@@ -80,6 +81,14 @@ func kubeletConfig(c *config, l layout, p ports, endpoint string) ([]byte, error
 		},
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,
+	}
+	if c.kubeconfig != nil {
+		kc["registerNode"] = true
+		// Status as often as the kubelet's defaults, stated so the tests
+		// that read the Node know the rhythm: status every 10 s when it
+		// changes, the lease renewed every 10 s (a quarter of 40 s).
+		kc["nodeStatusUpdateFrequency"] = "10s"
+		kc["nodeLeaseDurationSeconds"] = 40
 	}
 	if c.maxRestart > 0 {
 		kc["crashLoopBackOff"] = map[string]any{"maxContainerRestartPeriod": c.maxRestart.String()}

@@ -37,6 +37,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{ep, kubelethost.WithStopTimeout(-1), "WithStopTimeout"},
 		{ep, kubelethost.WithFileCheckFrequency(0), "WithFileCheckFrequency"},
 		{ep, kubelethost.WithConfigEdit(nil), "WithConfigEdit"},
+		{ep, kubelethost.WithKubeconfig(nil), "WithKubeconfig"},
 	} {
 		k, err := kubelethost.New(tc.endpoint, nil, tc.opt)
 		var ce *kubelethost.ConfigError

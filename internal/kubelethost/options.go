@@ -20,6 +20,7 @@ type config struct {
 	stopTimeout   time.Duration
 	fileCheck     time.Duration
 	configEdits   []func(map[string]any)
+	kubeconfig    []byte       // registered mode when not nil
 	err           *ConfigError // the first bad option
 }
 
@@ -162,5 +163,22 @@ func WithConfigEdit(edit func(kubeletConfig map[string]any)) Option {
 			return
 		}
 		c.configEdits = append(c.configEdits, edit)
+	}
+}
+
+// WithKubeconfig registers the kubelet to the API server the kubeconfig
+// names (controlplane.ControlPlane.Kubeconfig gives one): it creates its
+// Node object, renews its Lease in kube-node-lease and posts node status,
+// so the Node's Ready condition, its reason and message are what an
+// operator would see. Pods still come from static manifests (the kubelet
+// creates their mirror pods); with no scheduler, an API pod must name the
+// node. Without this option the kubelet is standalone.
+func WithKubeconfig(kubeconfig []byte) Option {
+	return func(c *config) {
+		if len(kubeconfig) == 0 {
+			c.refuse("WithKubeconfig", "kubeconfig must not be empty")
+			return
+		}
+		c.kubeconfig = append([]byte(nil), kubeconfig...)
 	}
 }
