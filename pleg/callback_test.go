@@ -61,10 +61,31 @@ func stopWithin(t *testing.T, p *PLEG) {
 	}
 }
 
-// A statecache subscriber runs inside Cache.Set and Cache.Delete: it may
-// call back into the PLEG (RequestRelist, Healthy, Stats, Mode) from every
-// write path (full relist, pod relist, runtime event, vanished pod) without
-// deadlocking, and the cache is still written before the events.
+// observedCache is a statecache whose Sets and Deletes call fn in the
+// goroutine that made them, after the change, as a synchronous observer of
+// the cache would.
+type observedCache struct {
+	*statecache.Cache[types.UID, *PodStatus]
+	fn func(statecache.Change[types.UID, *PodStatus])
+}
+
+func (c observedCache) Set(uid types.UID, st *PodStatus, err error, ts time.Time) bool {
+	ok := c.Cache.Set(uid, st, err, ts)
+	if ok {
+		c.fn(statecache.Change[types.UID, *PodStatus]{Key: uid, Value: st, Err: err, Modified: ts})
+	}
+	return ok
+}
+
+func (c observedCache) Delete(uid types.UID) {
+	c.Cache.Delete(uid)
+	c.fn(statecache.Change[types.UID, *PodStatus]{Key: uid, Deleted: true})
+}
+
+// A callback run inside statecache's Set and Delete may call back into the
+// PLEG (RequestRelist, Healthy, Stats, Mode) from every write path (full
+// relist, pod relist, runtime event, vanished pod) without deadlocking, and
+// the cache is still written before the events.
 func TestCacheSubscriberCallsBackIntoPLEG(t *testing.T) {
 	rt := critest.NewFakeRuntimeService()
 	rt.SetFakeSandboxes([]*critest.FakePodSandbox{
@@ -74,19 +95,18 @@ func TestCacheSubscriberCallsBackIntoPLEG(t *testing.T) {
 	rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: running, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
 	cache := statecache.New[types.UID, *PodStatus]()
 	cb := newCallIntoPLEG()
-	unsubscribe := cache.Subscribe(func(c statecache.Change[types.UID, *PodStatus]) {
+	observed := observedCache{Cache: cache, fn: func(c statecache.Change[types.UID, *PodStatus]) {
 		if c.Deleted {
 			cb.deletes.Add(1)
 		} else {
 			cb.sets.Add(1)
 		}
 		cb.call(c.Key)
-	})
-	defer unsubscribe()
+	}}
 	clk := testclock.NewFakeClock(t0)
 	src := newEventSource()
 	h := &hookRuntime{Runtime: rt, events: src.run}
-	p, err := New(h, cache, WithClock(clk))
+	p, err := New(h, observed, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

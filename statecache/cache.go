@@ -60,10 +60,15 @@ type entry[V any] struct {
 	// changed is closed when rec changes (Set accepted, Delete), waking the
 	// key's waiters to re-check. Nil until a waiter needs it.
 	changed chan struct{}
-	// waiters counts the GetNewerThan calls blocked on the key. An entry
-	// with waiters is never removed; one with neither a record nor waiters
-	// is, so waiting for keys that never appear does not grow the map.
+	// waiters counts the GetNewerThan and WaitDeleted calls blocked on the
+	// key. An entry with waiters is never removed; one with neither a record
+	// nor waiters is, so waiting for keys that never appear does not grow
+	// the map.
 	waiters int
+	// deletes counts the Deletes that removed a record from this entry, so
+	// that a WaitDeleted woken after a Delete and a new Set still sees the
+	// Delete.
+	deletes uint64
 }
 
 // New returns an empty Cache.
@@ -84,6 +89,7 @@ func New[K comparable, V any](opts ...Option) *Cache[K, V] {
 }
 
 func (c *Cache[K, V]) setup(sizeHint int) {
+	sizeHint = min(sizeHint, maxSizeHint)
 	if sizeHint > 0 {
 		c.entries = xsync.NewMapOf[K, *entry[V]](xsync.WithPresize(sizeHint))
 	} else {
@@ -116,7 +122,7 @@ func (c *Cache[K, V]) Get(key K) (V, error) {
 // modification time is refused (returns false), so a slow writer can never
 // replace newer state with older; an equal timestamp overwrites, as in the
 // newer kubelet. An accepted Set wakes the GetNewerThan calls waiting on key
-// (and no others), then calls the subscribers, outside any lock.
+// (and no others), then hands the change to the subscriptions (Subscribe).
 func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updated bool) {
 	var rec *record[V]
 	for {
@@ -153,7 +159,7 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 		if changed != nil {
 			close(changed)
 		}
-		c.subs.notify(Change[K, V]{Key: key, Value: value, Err: err, Modified: timestamp})
+		c.notify(Change[K, V]{Key: key, Value: value, Err: err, Modified: timestamp})
 		return true
 	}
 }
@@ -161,9 +167,10 @@ func (c *Cache[K, V]) Set(key K, value V, err error, timestamp time.Time) (updat
 // Delete removes the entry for key. GetNewerThan calls waiting on key are
 // woken and re-check: a deleted key counts as missing, so they return (the
 // zero V and nil error) once the global time passes their minTime, or the
-// new record once key is Set again with a newer time. Delete keeps no
-// tombstone: a later Set with any timestamp is accepted. Subscribers are
-// called (with Deleted set) only if an entry was removed.
+// new record once key is Set again with a newer time. WaitDeleted calls
+// waiting on key return. Delete keeps no tombstone: a later Set with any
+// timestamp is accepted. The subscriptions get the change (with Deleted set)
+// only if an entry was removed.
 func (c *Cache[K, V]) Delete(key K) {
 	if _, ok := c.table().Load(key); !ok {
 		return
@@ -181,6 +188,7 @@ func (c *Cache[K, V]) Delete(key K) {
 		removed = e.rec.Swap(nil)
 		if removed != nil {
 			c.counter().Dec()
+			e.deletes++
 		}
 		changed, e.changed = e.changed, nil
 		if e.waiters == 0 {
@@ -193,7 +201,7 @@ func (c *Cache[K, V]) Delete(key K) {
 		close(changed)
 	}
 	if removed != nil {
-		c.subs.notify(Change[K, V]{Key: key, Deleted: true, Modified: removed.modified})
+		c.notify(Change[K, V]{Key: key, Deleted: true, Modified: removed.modified})
 	}
 }
 
@@ -349,15 +357,29 @@ func (c *Cache[K, V]) removeIfEmpty(key K, e *entry[V]) {
 	})
 }
 
-// Subscribe registers fn to be called after every accepted Set and every
-// Delete that removed an entry. fn runs in the goroutine that made the
-// change, after the change is visible and outside every lock of the cache,
-// so it may call the cache. Calls for concurrent changes of one key may
-// arrive in either order; compare Change.Modified, or call Get, when only
-// the latest matters. fn should be quick: it delays the Set that triggered
-// it. The returned function removes the subscription; it is idempotent.
-func (c *Cache[K, V]) Subscribe(fn func(Change[K, V])) (unsubscribe func()) {
-	return c.subs.add(fn)
+// Subscribe returns a subscription to the changes made from now on: every
+// accepted Set and every Delete that removed an entry, buffering up to
+// buffer changes (0: DefaultBuffer). A negative buffer or one above
+// MaxBuffer is an *ArgError. A full buffer ends the subscription with
+// ErrOverflow (see Subscription); it never slows a Set down beyond one
+// non-blocking send per subscription. The zero Cache can be subscribed to.
+func (c *Cache[K, V]) Subscribe(buffer int) (*Subscription[K, V], error) {
+	switch {
+	case buffer < 0:
+		return nil, &ArgError{Method: "Subscribe", Arg: "buffer", Reason: fmt.Sprintf("%d is negative", buffer)}
+	case buffer > MaxBuffer:
+		return nil, &ArgError{Method: "Subscribe", Arg: "buffer", Reason: fmt.Sprintf("%d is above MaxBuffer (%d)", buffer, MaxBuffer)}
+	case buffer == 0:
+		buffer = DefaultBuffer
+	}
+	return c.subs.add(buffer), nil
+}
+
+// notify hands ch to the subscriptions. It runs after the change is visible
+// and outside every lock of the cache but each subscription's own, which
+// guards one non-blocking send.
+func (c *Cache[K, V]) notify(ch Change[K, V]) {
+	c.subs.notify(ch)
 }
 
 // load returns key's current record, or nil.

@@ -425,25 +425,47 @@ func TestNoLostWakeupUpdateTime(t *testing.T) {
 
 func TestSubscribe(t *testing.T) {
 	c := statecache.New[string, int]()
+	sub, err := c.Subscribe(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []statecache.Change[string, int]
-	unsubscribe := c.Subscribe(func(ch statecache.Change[string, int]) {
-		// Runs outside the cache's locks: calling back in must not deadlock.
-		if ch.Deleted {
-			if v, _ := c.Get(ch.Key); v != 0 {
-				t.Errorf("Get in callback after Delete = %d", v)
-			}
-		} else if v, _ := c.Get(ch.Key); v != ch.Value {
-			t.Errorf("Get in callback = %d, want %d", v, ch.Value)
+	// next receives the change the last call handed over; each one was
+	// visible in the cache before it was delivered.
+	next := func() {
+		t.Helper()
+		select {
+		case ch := <-sub.Events():
+			got = append(got, ch)
+		default:
+			t.Fatal("no change delivered")
 		}
-		got = append(got, ch)
-	})
+	}
 	c.Set("a", 1, nil, at(2))
-	c.Set("a", 0, nil, at(1)) // refused: no callback
+	next()
+	if v, _ := c.Get("a"); v != 1 {
+		t.Errorf("Get after the Set's change = %d, want 1", v)
+	}
+	c.Set("a", 0, nil, at(1)) // refused: no change
 	c.Delete("a")
-	c.Delete("a") // nothing removed: no callback
-	unsubscribe()
-	unsubscribe()
+	next()
+	if v, _ := c.Get("a"); v != 0 {
+		t.Errorf("Get after the Delete's change = %d", v)
+	}
+	c.Delete("a") // nothing removed: no change
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
 	c.Set("a", 3, nil, at(3))
+	if ch, ok := <-sub.Events(); ok {
+		t.Fatalf("change %+v after Close", ch)
+	}
+	if err := sub.Err(); err != nil {
+		t.Fatalf("Err after Close = %v, want nil", err)
+	}
 	want := []statecache.Change[string, int]{
 		{Key: "a", Value: 1, Modified: at(2)},
 		{Key: "a", Deleted: true, Modified: at(2)},
@@ -455,5 +477,45 @@ func TestSubscribe(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("change %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// A subscription whose reader falls behind ends with ErrOverflow after the
+// changes that fit, without slowing the Sets or the other subscriptions.
+func TestSubscribeOverflow(t *testing.T) {
+	c := statecache.New[string, int]()
+	small, err := c.Subscribe(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := c.Subscribe(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if !c.Set("k", i, nil, at(float64(i))) {
+			t.Fatalf("Set %d refused", i)
+		}
+	}
+	var n int
+	for range small.Events() {
+		n++
+	}
+	if n != 2 || !errors.Is(small.Err(), statecache.ErrOverflow) {
+		t.Errorf("small subscription: %d changes, Err %v; want 2 and ErrOverflow", n, small.Err())
+	}
+	for i := range 5 {
+		if ch := <-big.Events(); ch.Value != i {
+			t.Errorf("big subscription change %d = %+v", i, ch)
+		}
+	}
+	if err := big.Err(); err != nil {
+		t.Errorf("big subscription Err = %v", err)
+	}
+	if err := small.Close(); err != nil || !errors.Is(small.Err(), statecache.ErrOverflow) {
+		t.Errorf("Close after overflow = %v, Err %v; want nil and ErrOverflow kept", err, small.Err())
+	}
+	if err := big.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,6 +29,8 @@
 //   - UpdateTime only moves the global time forward.
 //   - Delete wakes the key's waiters, which re-check and treat the key as
 //     missing (the kubelet's Delete wakes nobody, which is equivalent).
+//   - WaitDeleted(ctx, key) waits until key has no entry (the kubelet has
+//     no such wait), with the same ctx handling and no lost wake-up.
 //
 // How it beats the kubelet cache: the kubelet keeps every pod under one
 // RWMutex, so each Set stalls every reader on the node, and each UpdateTime
@@ -39,8 +41,13 @@
 // registers under its key's lock, and on the global time under the heap's
 // lock, so a change either is seen by the check or sees the registration.
 //
-// Subscribe adds a callback run after each accepted Set and each Delete,
-// outside every lock. Len counts the keys with an entry, without a lock;
+// Subscribe returns a Subscription: a channel of the changes (each accepted
+// Set and each Delete that removed an entry) with a bounded buffer
+// (DefaultBuffer, at most MaxBuffer). A change is handed over without
+// blocking, outside the cache's locks; when the buffer is full the
+// subscription ends with ErrOverflow and its channel is closed, so a slow
+// reader never slows a Set and knows it missed changes (Range, then
+// subscribe again). Len counts the keys with an entry, without a lock;
 // Range visits every entry (a virtual-kubelet provider's GetPods), calling
 // its callback outside every lock, so the callback may use the cache.
 //
@@ -57,9 +64,13 @@
 // shared load and raised again in every Get that waited for it, in that
 // Get's goroutine, and nothing is remembered.
 //
-// The zero Cache is ready to use; a Memo needs NewMemo (its zero value
-// fails Get with an *ArgError saying so). Bad options are *ConfigError, a
-// nil context an *ArgError, Get after Close ErrClosed.
+// The zero Cache is ready to use, subscriptions included, and has no Close:
+// it owns no goroutine, connection or timer. A Memo needs NewMemo: its zero
+// value fails Get with an *ArgError saying so, remembers nothing and closes
+// with nil. A Subscription needs Cache.Subscribe: its zero value has a
+// closed Events channel and an *ArgError as Err. Bad options are
+// *ConfigError, a nil context or a bad buffer an *ArgError, Memo.Get after
+// Memo.Close ErrClosed.
 //
 // Neither type starts a goroutine of its own, except the loads of a Memo,
 // which Memo.Close cancels and waits for.

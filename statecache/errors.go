@@ -5,8 +5,13 @@ import (
 	"fmt"
 )
 
-// ErrClosed is returned (wrapped) by Memo.Get after Memo.Close.
-var ErrClosed = errors.New("statecache: closed")
+var (
+	// ErrClosed is returned (wrapped) by Memo.Get after Memo.Close.
+	ErrClosed = errors.New("statecache: closed")
+	// ErrOverflow is a Subscription's Err when its reader fell behind its
+	// buffer: changes were lost.
+	ErrOverflow = errors.New("statecache: subscriber fell behind, changes lost")
+)
 
 // ConfigError is a constructor parameter or option that cannot be used.
 type ConfigError struct {

@@ -100,3 +100,46 @@ func ExampleMemo() {
 	// /kubepods.slice/pod1234 1
 	// 2
 }
+
+// A pod's cleanup waits until the relister has seen the pod go and deleted
+// its status.
+func ExampleCache_WaitDeleted() {
+	c := statecache.New[string, *PodStatus]()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.Set("pod-a", &PodStatus{Phase: "Running"}, nil, t0)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		fmt.Println("deleted:", c.WaitDeleted(ctx, "pod-a"))
+	}()
+
+	// The relister no longer finds the pod in the runtime.
+	c.Delete("pod-a")
+	<-done
+	// Output:
+	// deleted: <nil>
+}
+
+// A reader of the cache's changes, with its own bounded buffer.
+func ExampleCache_Subscribe() {
+	c := statecache.New[string, *PodStatus]()
+	sub, err := c.Subscribe(16)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sub.Close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.Set("pod-a", &PodStatus{Phase: "Running"}, nil, t0)
+	c.Delete("pod-a")
+	for range 2 {
+		ch := <-sub.Events()
+		fmt.Println(ch.Key, ch.Deleted)
+	}
+	// Output:
+	// pod-a false
+	// pod-a true
+}

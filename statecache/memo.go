@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,7 @@ import (
 //   - Errors are cached only if WithNegativeTTL is set, for that (usually
 //     shorter) time. Context errors are never cached.
 //   - At most WithMaxEntries results are kept; beyond that the least
-//     recently used one is evicted.
+//     recently used one is evicted (WithMaxEntries(0): no bound).
 //
 // Keys are strings (or string types such as types.UID) because merged loads
 // are keyed by string: keeping K ~string makes the merge exact, where an
@@ -37,6 +38,10 @@ import (
 //
 // Hits take one short mutex (the LRU order changes on every hit), which is
 // cheap next to the lookups a Memo is for; use Cache for hot state.
+//
+// A Memo needs NewMemo. One not made by it (its zero value, a nil pointer)
+// remembers nothing and starts nothing: Get returns an *ArgError saying to
+// use NewMemo, Invalidate does nothing, Len is 0 and Close returns nil.
 type Memo[K ~string, V any] struct {
 	load Loader[K, V]
 	opts memoOptions
@@ -100,18 +105,22 @@ func NewMemo[K ~string, V any](load Loader[K, V], opts ...MemoOption) (*Memo[K, 
 		return bad("WithTTL", o.ttl.String()+" is not positive")
 	case o.negativeTTL < 0:
 		return bad("WithNegativeTTL", o.negativeTTL.String()+" is negative")
-	case o.maxEntries <= 0:
-		return bad("WithMaxEntries", fmt.Sprintf("%d is not positive", o.maxEntries))
+	case o.maxEntries < 0:
+		return bad("WithMaxEntries", fmt.Sprintf("%d is negative", o.maxEntries))
 	case o.loadTimeout < 0:
 		return bad("WithLoadTimeout", o.loadTimeout.String()+" is negative")
 	case o.clock == nil || typednil.Is(o.clock):
 		return bad("WithClock", "must not be nil")
 	}
+	maxEntries := o.maxEntries
+	if maxEntries == 0 {
+		maxEntries = math.MaxInt // unlimited: the LRU never needs to evict
+	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Memo[K, V]{
 		load:      load,
 		opts:      o,
-		results:   cache.NewLRUExpireCacheWithClock(o.maxEntries, o.clock),
+		results:   cache.NewLRUExpireCacheWithClock(maxEntries, o.clock),
 		storeLock: make(chan struct{}, 1),
 		base:      base,
 		cancel:    cancel,
@@ -127,7 +136,7 @@ func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
 	if ctx == nil {
 		return zero, &ArgError{Method: "Memo.Get", Arg: "ctx", Reason: "must not be nil"}
 	}
-	if m == nil || m.load == nil {
+	if !m.made() {
 		return zero, &ArgError{Method: "Memo.Get", Arg: "Memo", Reason: "is not initialized: use NewMemo"}
 	}
 	if m.isClosed() {
@@ -155,8 +164,11 @@ func (m *Memo[K, V]) Get(ctx context.Context, key K) (V, error) {
 // Invalidate forgets the result for key, so the next Get loads again. A load
 // in flight when Invalidate is called does not store its result, and later
 // Gets do not join it. Once Invalidate returns, no result loaded before it
-// is served.
+// is served. On a Memo not made by NewMemo it does nothing.
 func (m *Memo[K, V]) Invalidate(key K) {
+	if !m.made() {
+		return
+	}
 	m.storeLock <- struct{}{}
 	defer func() { <-m.storeLock }()
 	m.epoch.Add(1)
@@ -164,14 +176,22 @@ func (m *Memo[K, V]) Invalidate(key K) {
 	m.results.Remove(key)
 }
 
-// Len returns the number of remembered results that have not expired.
+// Len returns the number of remembered results that have not expired (0
+// for a Memo not made by NewMemo).
 func (m *Memo[K, V]) Len() int {
+	if !m.made() {
+		return 0
+	}
 	return len(m.results.Keys())
 }
 
 // Close cancels loads in flight and waits for them to return. Later Gets
-// return an error wrapping ErrClosed. Close is idempotent.
+// return an error wrapping ErrClosed. Close is idempotent, returns nil,
+// and on a Memo not made by NewMemo does nothing.
 func (m *Memo[K, V]) Close() error {
+	if !m.made() {
+		return nil
+	}
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
@@ -179,6 +199,9 @@ func (m *Memo[K, V]) Close() error {
 	m.loads.Wait()
 	return nil
 }
+
+// made reports whether m was made by NewMemo, which is what sets load.
+func (m *Memo[K, V]) made() bool { return m != nil && m.load != nil }
 
 func (m *Memo[K, V]) isClosed() bool {
 	m.mu.Lock()
@@ -284,7 +307,10 @@ func WithNegativeTTL(d time.Duration) MemoOption {
 }
 
 // WithMaxEntries bounds the number of remembered results (default 4096);
-// the least recently used is evicted first. It must be positive.
+// the least recently used is evicted first. 0 means unlimited: results then
+// leave only by expiring (an expired result is dropped when its key is next
+// looked up) or by Invalidate, so memory grows with the number of distinct
+// keys. A negative n is refused.
 func WithMaxEntries(n int) MemoOption {
 	return func(o *memoOptions) { o.maxEntries = n }
 }

@@ -321,7 +321,6 @@ func TestNewMemoInvalidOptions(t *testing.T) {
 	cases := map[string][]statecache.MemoOption{
 		"zero TTL":             {statecache.WithTTL(0)},
 		"negative neg TTL":     {statecache.WithNegativeTTL(-1)},
-		"zero max entries":     {statecache.WithMaxEntries(0)},
 		"negative timeout":     {statecache.WithLoadTimeout(-time.Second)},
 		"nil clock":            {statecache.WithClock(nil)},
 		"negative max entries": {statecache.WithMaxEntries(-5)},
@@ -333,6 +332,13 @@ func TestNewMemoInvalidOptions(t *testing.T) {
 				t.Fatalf("err = %v, want *ConfigError", err)
 			}
 		})
+	}
+	// A count limit of 0 is unlimited, not refused (TestMisuseMemoOptions
+	// checks that it holds more than the default bound).
+	if unlimited, err := statecache.NewMemo(l.load, statecache.WithMaxEntries(0)); err != nil {
+		t.Fatalf("WithMaxEntries(0): %v", err)
+	} else if err := unlimited.Close(); err != nil {
+		t.Fatal(err)
 	}
 	var ce *statecache.ConfigError
 	if _, err := statecache.NewMemo[string, string](nil); !errors.As(err, &ce) || ce.Option != "load" {

@@ -57,12 +57,22 @@ const (
 // container. WithRunning and WithCompleted leave out what is already done,
 // for a partly running pod. The returned nodes are validated; every error
 // matches concurrentstart.ErrInvalidPlan and is one of this package's typed
-// errors or the executor's (a *concurrentstart.CycleError for an ordering
-// cycle, a *concurrentstart.DuplicateNodeError for two containers with one
-// name).
+// errors or the executor's:
+//   - a nil pod is an *ArgError;
+//   - a nil Funcs.Start, or a nil Funcs field the pod needs, is a
+//     *MissingFuncError;
+//   - a container with an empty name, two containers with one name (a
+//     *ConfigError that unwraps to a *concurrentstart.DuplicateNodeError)
+//     or a restartPolicy other than Always, OnFailure and Never is a
+//     *ConfigError naming the field;
+//   - a bad AnnotationStartAfter is an *AnnotationError,
+//     *UnknownContainerError or *OrderingError, and an ordering cycle a
+//     *concurrentstart.CycleError;
+//   - an unknown name in WithRunning or WithCompleted is an
+//     *UnknownContainerError, contradictory states a *StateError.
 func Build(pod *corev1.Pod, funcs Funcs, opts ...Option) ([]concurrentstart.Node, error) {
 	if pod == nil {
-		return nil, &StateError{Reason: "nil pod"}
+		return nil, &ArgError{Method: "Build", Arg: "pod", Reason: "must not be nil"}
 	}
 	if funcs.Start == nil {
 		return nil, &MissingFuncError{Func: "Start"}
@@ -75,6 +85,9 @@ func Build(pod *corev1.Pod, funcs Funcs, opts ...Option) ([]concurrentstart.Node
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if err := validateSpec(pod); err != nil {
+		return nil, err
 	}
 	containers := podContainers(pod)
 	roles := make(map[string]Role, len(containers))

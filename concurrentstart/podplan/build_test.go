@@ -309,8 +309,8 @@ func TestBuildErrors(t *testing.T) {
 			}
 		}},
 		{"nil pod", nil, rt.funcs(), nil, func(t *testing.T, err error) {
-			var e *podplan.StateError
-			if !errors.As(err, &e) {
+			var e *podplan.ArgError
+			if !errors.As(err, &e) || e.Method != "Build" || e.Arg != "pod" {
 				t.Fatal(err)
 			}
 		}},

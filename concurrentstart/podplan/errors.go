@@ -6,11 +6,60 @@ import (
 	"github.com/syncpod/syncpod/concurrentstart"
 )
 
-// Every error Build returns matches concurrentstart.ErrInvalidPlan with
-// errors.Is; the executor's own typed errors (*concurrentstart.CycleError for
-// an ordering cycle, *concurrentstart.DuplicateNodeError for two containers
-// with one name, ...) come through unchanged for errors.As, with container
-// names as node names.
+// Build is the package's only function that fails. Every error it returns
+// matches concurrentstart.ErrInvalidPlan with errors.Is and is one of:
+//   - *ArgError: a bad argument to Build itself (a nil pod);
+//   - *MissingFuncError: a Funcs field the pod needs is nil;
+//   - *ConfigError: the pod's spec cannot be planned (an empty or
+//     duplicate container name, an unknown container restartPolicy); one
+//     for a duplicate name also unwraps to a
+//     *concurrentstart.DuplicateNodeError;
+//   - *AnnotationError, *UnknownContainerError, *OrderingError: the
+//     AnnotationStartAfter annotation is malformed, names a container the
+//     pod does not have, or orders containers that cannot be ordered;
+//   - *UnknownContainerError, *StateError: WithRunning or WithCompleted
+//     name a container the pod does not have, or states that contradict
+//     each other or the container's role;
+//   - the executor's own typed errors, such as *concurrentstart.CycleError
+//     for an ordering cycle, with container names as node names.
+
+// ArgError is a bad argument to a function of this package: Build's pod
+// is nil.
+type ArgError struct {
+	Method string // the function, e.g. "Build"
+	Arg    string // the argument, e.g. "pod"
+	Reason string
+}
+
+// Error reads "podplan: Build: pod must not be nil".
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("podplan: %s: %s %s", e.Method, e.Arg, e.Reason)
+}
+
+// Is reports whether target is concurrentstart.ErrInvalidPlan.
+func (e *ArgError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
+
+// ConfigError reports a pod spec that Build cannot plan: Option is the
+// path of the offending field from Build's pod parameter, such as
+// "pod.spec.initContainers[1].restartPolicy", and Reason says what is
+// wrong with it.
+type ConfigError struct {
+	Option string
+	Reason string
+	// cause is an executor error the problem also is, for errors.As (a
+	// *concurrentstart.DuplicateNodeError for a duplicate name).
+	cause error
+}
+
+// Error reads "podplan: <field>: <reason>", e.g.
+// `podplan: pod.spec.containers[1].name: "app" is also the name of pod.spec.containers[0]`.
+func (e *ConfigError) Error() string { return fmt.Sprintf("podplan: %s: %s", e.Option, e.Reason) }
+
+// Is reports whether target is concurrentstart.ErrInvalidPlan.
+func (e *ConfigError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
+
+// Unwrap returns the executor's error the problem also is, if any.
+func (e *ConfigError) Unwrap() error { return e.cause }
 
 // AnnotationError reports a start-order annotation that cannot be parsed.
 type AnnotationError struct {
@@ -87,7 +136,8 @@ func (e *OrderingError) Error() string {
 func (e *OrderingError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
 
 // StateError reports a container state (WithRunning, WithCompleted) that is
-// contradictory or impossible.
+// contradictory or impossible: a container both running and completed, a
+// completed sidecar.
 type StateError struct {
 	// Container is the container concerned.
 	Container string
@@ -126,6 +176,8 @@ func (e *MissingFuncError) Error() string {
 func (e *MissingFuncError) Is(target error) bool { return target == concurrentstart.ErrInvalidPlan }
 
 var (
+	_ error = (*ArgError)(nil)
+	_ error = (*ConfigError)(nil)
 	_ error = (*AnnotationError)(nil)
 	_ error = (*UnknownContainerError)(nil)
 	_ error = (*OrderingError)(nil)

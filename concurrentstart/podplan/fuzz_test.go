@@ -57,3 +57,73 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBuildSpec feeds Build pods with arbitrary container names and init
+// container restart policies: Build never panics, refuses an empty or
+// repeated name and an unknown policy with a *ConfigError naming the
+// field, and otherwise returns a plan that runs to success and starts every
+// container once.
+func FuzzBuildSpec(f *testing.F) {
+	f.Add("i1,s1", "a,b", "", "Always")
+	f.Add("i1", "a", "OnFailure", "Never")
+	f.Add("x", "x", "", "")
+	f.Add(",i1", "a", "", "")
+	f.Add("i1", "a,", "Sometimes", "")
+	f.Add("", "", "", "")
+	f.Fuzz(func(t *testing.T, inits, regulars, firstPolicy, otherPolicy string) {
+		split := func(s string) []string {
+			if s == "" {
+				return nil
+			}
+			return strings.Split(s, ",")
+		}
+		policy := func(i int) *corev1.ContainerRestartPolicy {
+			p := corev1.ContainerRestartPolicy(otherPolicy)
+			if i == 0 {
+				p = corev1.ContainerRestartPolicy(firstPolicy)
+			}
+			if p == "" {
+				return nil
+			}
+			return &p
+		}
+		var initCs, regCs []corev1.Container
+		for i, name := range split(inits) {
+			c := initC(name)
+			c.RestartPolicy = policy(i)
+			initCs = append(initCs, c)
+		}
+		for _, name := range split(regulars) {
+			regCs = append(regCs, regular(name))
+		}
+		valid := true
+		seen := map[string]bool{}
+		for _, c := range append(slices.Clone(initCs), regCs...) {
+			if c.Name == "" || seen[c.Name] {
+				valid = false
+			}
+			seen[c.Name] = true
+			if p := c.RestartPolicy; p != nil && *p != corev1.ContainerRestartPolicyAlways && *p != corev1.ContainerRestartPolicyOnFailure && *p != corev1.ContainerRestartPolicyNever {
+				valid = false
+			}
+		}
+		rt := &fakeRuntime{}
+		nodes, err := podplan.Build(pod(initCs, regCs, ""), rt.funcs())
+		if err != nil {
+			var ce *podplan.ConfigError
+			if valid || !errors.As(err, &ce) || !errors.Is(err, cs.ErrInvalidPlan) || !strings.HasPrefix(ce.Option, "pod.spec.") || ce.Reason == "" {
+				t.Fatalf("Build(%q, %q) = %T %v; valid spec: %v", inits, regulars, err, err, valid)
+			}
+			return
+		}
+		if !valid {
+			t.Fatalf("Build accepted inits %q, regulars %q, policies %q/%q", inits, regulars, firstPolicy, otherPolicy)
+		}
+		checkRun(t, nodes, rt)
+		for name := range seen {
+			if n := slices.Index(rt.log, "start:"+name); n < 0 {
+				t.Fatalf("%s was not started: %v", name, rt.log)
+			}
+		}
+	})
+}
