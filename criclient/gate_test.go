@@ -12,7 +12,10 @@ import (
 )
 
 func TestGateBoundsInFlightAndHonoursContext(t *testing.T) {
-	g := criclient.NewGate(criclient.Limits{MaxInFlight: 1}, nil)
+	g, err := criclient.NewGate(criclient.Limits{MaxInFlight: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	release, err := g.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("first Acquire: %v", err)
@@ -43,7 +46,10 @@ func TestGateBoundsInFlightAndHonoursContext(t *testing.T) {
 
 func TestGateRateOnInjectedClock(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	g := criclient.NewGate(criclient.Limits{QPS: 1, Burst: 1}, clk)
+	g, err := criclient.NewGate(criclient.Limits{QPS: 1, Burst: 1}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	release, err := g.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("first Acquire: %v", err)

@@ -170,3 +170,95 @@ func TestMisuseCRIAdapter(t *testing.T) {
 		t.Fatalf("Version after CRI().Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestMisuseGate: NewGate refuses the Limits WithAdmission refuses and a
+// typed-nil clock with a *ConfigError; Acquire refuses a nil ctx and a nil
+// *Gate with an *ArgError; the zero Gate admits every call; a release
+// called twice gives back one slot.
+func TestMisuseGate(t *testing.T) {
+	for name, tt := range map[string]struct {
+		l    criclient.Limits
+		want string
+	}{
+		"negative QPS":         {criclient.Limits{QPS: -1}, "criclient: limits: QPS -1 is negative or not finite"},
+		"NaN QPS":              {criclient.Limits{QPS: math.NaN()}, "criclient: limits: QPS NaN is negative or not finite"},
+		"infinite QPS":         {criclient.Limits{QPS: math.Inf(1)}, "criclient: limits: QPS +Inf is negative or not finite"},
+		"negative Burst":       {criclient.Limits{QPS: 1, Burst: -1}, "criclient: limits: Burst -1 is negative"},
+		"negative MaxInFlight": {criclient.Limits{MaxInFlight: -3}, "criclient: limits: MaxInFlight -3 is negative"},
+	} {
+		g, err := criclient.NewGate(tt.l, nil)
+		var ce *criclient.ConfigError
+		if !errors.As(err, &ce) || ce.Option != "limits" || err.Error() != tt.want || g != nil {
+			t.Errorf("%s: NewGate = %v, %v; want nil and %q", name, g, err, tt.want)
+		}
+		// Dial refuses the same limits, naming the class.
+		_, err = criclient.Dial(context.Background(), "/x.sock", criclient.WithAdmission(criclient.ClassMutating, tt.l))
+		wantDial := "criclient: WithAdmission: mutating: " + tt.want[len("criclient: limits: "):]
+		if !errors.As(err, &ce) || err.Error() != wantDial {
+			t.Errorf("%s: Dial = %v, want %q", name, err, wantDial)
+		}
+	}
+
+	var nilClock *clocktesting.FakeClock
+	g, err := criclient.NewGate(criclient.Limits{QPS: 1}, nilClock)
+	var ce *criclient.ConfigError
+	if !errors.As(err, &ce) || ce.Option != "clk" || g != nil {
+		t.Errorf("NewGate(typed-nil clock) = %v, %v; want nil and a *ConfigError for clk", g, err)
+	}
+
+	var nilCtx context.Context
+	isArg := func(err error, arg string) bool {
+		var ae *criclient.ArgError
+		return errors.As(err, &ae) && ae.Method == "Acquire" && ae.Arg == arg && ae.Reason == "must not be nil"
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	bounded, err := criclient.NewGate(criclient.Limits{QPS: 1, Burst: 1, MaxInFlight: 1}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero criclient.Gate
+	for name, g := range map[string]*criclient.Gate{"zero": &zero, "bounded": bounded} {
+		if release, err := g.Acquire(nilCtx); !isArg(err, "ctx") || release != nil {
+			t.Errorf("%s Gate: Acquire(nil) = %v, want an *ArgError for ctx and no release", name, err)
+		}
+	}
+	var nilGate *criclient.Gate
+	if _, err := nilGate.Acquire(context.Background()); !isArg(err, "Gate") {
+		t.Errorf("nil *Gate: Acquire = %v, want an *ArgError for Gate", err)
+	}
+
+	// The zero Gate is the Gate of the zero Limits: it admits every call at
+	// once, however many are in flight.
+	var releases []func()
+	for range 3 {
+		release, err := zero.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("zero Gate: Acquire = %v", err)
+		}
+		releases = append(releases, release)
+	}
+	for _, release := range releases {
+		release()
+		release()
+	}
+
+	// Releasing twice gives back one slot: the gate still holds at most one
+	// call, so with the slot taken a canceled ctx is refused.
+	release, err := bounded.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	release()
+	clk.Step(time.Second) // the next token
+	release, err = bounded.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := bounded.Acquire(canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire with the only slot held = %v, want context.Canceled", err)
+	}
+}

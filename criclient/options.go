@@ -15,8 +15,9 @@ import (
 // Option configures a Client at Dial.
 type Option func(*config)
 
-// Limits configures admission control for one Class. The zero value admits
-// everything at once.
+// Limits configures admission control for one Class (WithAdmission) or one
+// Gate (NewGate). The zero value admits everything at once; a negative,
+// NaN or infinite QPS and a negative Burst or MaxInFlight are refused.
 type Limits struct {
 	// QPS is the sustained rate at which calls are admitted; 0 means no rate
 	// limit. A call over the rate waits (honouring its context) instead of
@@ -113,22 +114,35 @@ func WithMaxMessageSize(bytes int) Option {
 }
 
 // WithAdmission sets the admission limits of one class of calls. Each class
-// has its own token bucket and in-flight bound.
+// has its own token bucket and in-flight bound. An unknown class, a
+// negative, NaN or infinite QPS and a negative Burst or MaxInFlight are a
+// *ConfigError from Dial.
 func WithAdmission(class Class, l Limits) Option {
 	return func(c *config) {
-		switch {
-		case !class.valid():
+		if !class.valid() {
 			c.fail("WithAdmission", "unknown class %d", int(class))
-		case l.QPS < 0 || math.IsNaN(l.QPS) || math.IsInf(l.QPS, 0):
-			c.fail("WithAdmission", "%s: QPS %v is negative or not finite", class, l.QPS)
-		case l.Burst < 0:
-			c.fail("WithAdmission", "%s: Burst %d is negative", class, l.Burst)
-		case l.MaxInFlight < 0:
-			c.fail("WithAdmission", "%s: MaxInFlight %d is negative", class, l.MaxInFlight)
-		default:
-			c.limits[class] = l
+			return
 		}
+		if reason := l.problem(); reason != "" {
+			c.fail("WithAdmission", "%s: %s", class, reason)
+			return
+		}
+		c.limits[class] = l
 	}
+}
+
+// problem says what is wrong with l, or "" if it can be used: a negative,
+// NaN or infinite QPS, a negative Burst or a negative MaxInFlight.
+func (l Limits) problem() string {
+	switch {
+	case l.QPS < 0 || math.IsNaN(l.QPS) || math.IsInf(l.QPS, 0):
+		return fmt.Sprintf("QPS %v is negative or not finite", l.QPS)
+	case l.Burst < 0:
+		return fmt.Sprintf("Burst %d is negative", l.Burst)
+	case l.MaxInFlight < 0:
+		return fmt.Sprintf("MaxInFlight %d is negative", l.MaxInFlight)
+	}
+	return ""
 }
 
 // WithListSnapshots serves ListPodSandbox and ListContainers from a shared

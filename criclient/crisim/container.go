@@ -317,9 +317,13 @@ func (r *Runtime) scriptedExit(id string, gen uint64, code int32, at time.Time) 
 
 // ExitContainer makes a running container exit now with code, as if its
 // process ended, publishing STOPPED. It returns an error wrapping
-// ErrNotFound or ErrFailedPrecondition (not running).
+// ErrNotFound or ErrFailedPrecondition (not running), or an *ArgError on a
+// Runtime that New did not make.
 func (r *Runtime) ExitContainer(id string, code int32) error {
 	const method = "ExitContainer"
+	if !r.ready() {
+		return errNotNew(method)
+	}
 	now := r.clock.Now()
 	r.mu.Lock()
 	c := r.containers[id]

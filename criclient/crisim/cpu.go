@@ -164,10 +164,10 @@ func (r *Runtime) cpuWork(ctx context.Context, method string) error {
 
 // CPUBusy returns how many calls are spending CPU now (0 without WithCPU).
 func (r *Runtime) CPUBusy() int {
-	m := r.cfg.cpu
-	if m == nil {
+	if !r.ready() || r.cfg.cpu == nil {
 		return 0
 	}
+	m := r.cfg.cpu
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advanceLocked(r.clock.Now())
@@ -178,10 +178,10 @@ func (r *Runtime) CPUBusy() int {
 // WithCPU): the model's cores times the elapsed time, less the time cores
 // stood idle, so a harness can tell how well a load kept the cores busy.
 func (r *Runtime) CPUTime() time.Duration {
-	m := r.cfg.cpu
-	if m == nil {
+	if !r.ready() || r.cfg.cpu == nil {
 		return 0
 	}
+	m := r.cfg.cpu
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advanceLocked(r.clock.Now())

@@ -23,8 +23,12 @@
 // New returns the Runtime alone (it implements RuntimeServiceServer and
 // ImageServiceServer) for in-process use or for your own grpc.Server
 // (Runtime.Register). New and Start refuse a bad option (a nil clock, a
-// negative bound) with a *ConfigError naming it; 0 keeps each option's
-// documented default.
+// negative bound, size or latency) with a *ConfigError naming it; 0 keeps
+// each option's documented default. The Runtime's other methods refuse a
+// bad argument (a nil ctx, a negative count or duration) with an *ArgError
+// and change nothing. A Runtime or Server that New or Start did not make
+// (a zero value) never panics: its methods return an *ArgError saying to
+// use New or Start, its counters are zero and Close returns nil.
 //
 // # What is modelled
 //
@@ -80,12 +84,12 @@
 // # Faults
 //
 // All per-method controls take the CRI method name (Methods lists them; an
-// unknown name has no effect):
+// unknown name has no effect; a negative count or duration is an *ArgError):
 //
 //   - FailNext(method, n, err): the next n calls return err (a gRPC status
-//     error keeps its code over the wire).
+//     error keeps its code over the wire; 0 clears the queue).
 //   - SetErrorRate(method, rate, code): each call fails with probability
-//     rate, seeded.
+//     rate (0..1), seeded.
 //   - HangNext(method, n): the next n calls block until their context ends
 //     (codes.DeadlineExceeded or codes.Canceled) or the runtime closes.
 //   - Stall(d): every call arriving in the next d blocks until the window

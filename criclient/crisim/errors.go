@@ -50,6 +50,43 @@ type ConfigError struct {
 // Error formats the error as "crisim: Option: reason".
 func (e *ConfigError) Error() string { return "crisim: " + e.Option + ": " + e.Reason }
 
+// ArgError is a bad argument to a method of the Runtime other than the CRI
+// calls (a nil ctx, a negative count or duration), or a method called on a
+// Runtime that New or Start did not make (Arg "Runtime"). The CRI methods
+// report a bad request as an *Error with ErrInvalidArgument instead, which
+// keeps its gRPC code over the wire.
+type ArgError struct {
+	// Method is the method called, e.g. "FailNext".
+	Method string
+	// Arg names the argument, or "Runtime" for the receiver.
+	Arg string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error formats the error as "crisim: Method: Arg Reason".
+func (e *ArgError) Error() string { return "crisim: " + e.Method + ": " + e.Arg + " " + e.Reason }
+
+// GRPCStatus makes a gRPC server answer an *ArgError with
+// codes.FailedPrecondition when the Runtime was not made by New, and
+// codes.InvalidArgument otherwise.
+func (e *ArgError) GRPCStatus() *status.Status {
+	if e.Arg == "Runtime" {
+		return status.New(codes.FailedPrecondition, e.Error())
+	}
+	return status.New(codes.InvalidArgument, e.Error())
+}
+
+var (
+	_ error = (*ConfigError)(nil)
+	_ error = (*ArgError)(nil)
+)
+
+// errNotNew is what a Runtime not made by New or Start answers.
+func errNotNew(method string) error {
+	return &ArgError{Method: method, Arg: "Runtime", Reason: "is not initialized: use New or Start"}
+}
+
 // Error formats the method, the kind and the message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("crisim %s: %s: %s", e.Method, e.Kind, e.Msg)

@@ -77,6 +77,12 @@ func (r *Runtime) publishLocked(ev *runtimeapi.ContainerEventResponse) {
 // replayed. CreatedAt never decreases along a stream.
 func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	const method = "GetContainerEvents"
+	if !r.ready() {
+		return errNotNew(method)
+	}
+	if stream == nil {
+		return errInvalid(method, "nil stream")
+	}
 	ctx := stream.Context()
 	a, err := r.admit(ctx, method, kindStream)
 	if err != nil {
@@ -129,8 +135,12 @@ func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream gr
 
 // CutEventStreamsAfter makes every event stream, open now or opened later,
 // end with codes.Unavailable after it has delivered n more events (n == 0:
-// open streams end now and new ones at once). n < 0 turns it off.
-func (r *Runtime) CutEventStreamsAfter(n int) {
+// open streams end now and new ones at once). n < 0 turns it off. It fails
+// only on a Runtime that New did not make.
+func (r *Runtime) CutEventStreamsAfter(n int) error {
+	if !r.ready() {
+		return errNotNew("CutEventStreamsAfter")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n < 0 {
@@ -145,19 +155,32 @@ func (r *Runtime) CutEventStreamsAfter(n int) {
 		default:
 		}
 	}
+	return nil
 }
 
 // DropNextEvents makes the runtime lose its next n events: no subscriber
-// receives them (see EventsLost). n <= 0 cancels pending drops.
-func (r *Runtime) DropNextEvents(n int) {
+// receives them (see EventsLost). n == 0 cancels pending drops; a negative n
+// is an *ArgError and changes nothing.
+func (r *Runtime) DropNextEvents(n int) error {
+	const name = "DropNextEvents"
+	if !r.ready() {
+		return errNotNew(name)
+	}
+	if n < 0 {
+		return &ArgError{Method: name, Arg: "n", Reason: fmt.Sprintf("%d is negative", n)}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events.dropNext = max(n, 0)
+	r.events.dropNext = n
+	return nil
 }
 
 // Subscribers returns the number of open GetContainerEvents streams. Tests
 // wait for it before acting, so the stream sees the events.
 func (r *Runtime) Subscribers() int {
+	if !r.ready() {
+		return 0
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.events.subs)
@@ -166,8 +189,17 @@ func (r *Runtime) Subscribers() int {
 // WaitSubscribers blocks until at least n GetContainerEvents streams are
 // open, or ctx ends (returning its error) or the runtime closes (ErrClosed).
 // Call it after opening a stream and before acting, so the stream sees the
-// events.
+// events. A nil ctx or a negative n is an *ArgError.
 func (r *Runtime) WaitSubscribers(ctx context.Context, n int) error {
+	const name = "WaitSubscribers"
+	switch {
+	case !r.ready():
+		return errNotNew(name)
+	case ctx == nil:
+		return &ArgError{Method: name, Arg: "ctx", Reason: "must not be nil"}
+	case n < 0:
+		return &ArgError{Method: name, Arg: "n", Reason: fmt.Sprintf("%d is negative", n)}
+	}
 	for {
 		r.mu.RLock()
 		have, changed := len(r.events.subs), r.events.changed
@@ -189,6 +221,9 @@ func (r *Runtime) WaitSubscribers(ctx context.Context, n int) error {
 // subscriber buffers (one per subscriber that missed an event) and to
 // DropNextEvents (one per event).
 func (r *Runtime) EventsLost() (bufferFull, dropped int64) {
+	if !r.ready() {
+		return 0, 0
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.events.dropped, r.events.skipped

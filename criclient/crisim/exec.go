@@ -20,13 +20,18 @@ type ExecHandler func(ctx context.Context, containerID string, cmd []string) (st
 
 // SetExecHandler sets what ExecSync runs; nil restores the default, a
 // command that exits 0 at once with no output. It may be called at any
-// time; calls already running keep the handler they started with.
-func (r *Runtime) SetExecHandler(h ExecHandler) {
+// time; calls already running keep the handler they started with. It fails
+// only on a Runtime that New did not make.
+func (r *Runtime) SetExecHandler(h ExecHandler) error {
+	if !r.ready() {
+		return errNotNew("SetExecHandler")
+	}
 	if h == nil {
 		r.execHandler.Store(nil)
-		return
+		return nil
 	}
 	r.execHandler.Store(&h)
+	return nil
 }
 
 func defaultExec(context.Context, string, []string) ([]byte, []byte, int32, error) {

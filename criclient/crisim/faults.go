@@ -2,6 +2,7 @@ package crisim
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -31,59 +32,95 @@ func (f *faultState) init() {
 // FailNext makes the next n calls of method fail with err, in addition to
 // any already queued. err is returned as is, so a status error
 // (status.Error(codes.Unavailable, ...)) keeps its code over gRPC; a nil err
-// means codes.Unavailable. n <= 0 clears the queue for method.
-func (r *Runtime) FailNext(method string, n int, err error) {
+// means codes.Unavailable. n == 0 clears the queue for method; a negative n
+// is an *ArgError and changes nothing.
+func (r *Runtime) FailNext(method string, n int, err error) error {
+	const name = "FailNext"
+	if !r.ready() {
+		return errNotNew(name)
+	}
+	if n < 0 {
+		return &ArgError{Method: name, Arg: "n", Reason: fmt.Sprintf("%d is negative", n)}
+	}
 	if err == nil {
 		err = newError(method, ErrInjected, codes.Unavailable, "FailNext")
 	}
 	r.faultMu.Lock()
 	defer r.faultMu.Unlock()
-	if n <= 0 {
+	if n == 0 {
 		delete(r.faults.failNext, method)
-		return
+		return nil
 	}
 	for range n {
 		r.faults.failNext[method] = append(r.faults.failNext[method], err)
 	}
+	return nil
 }
 
 // SetErrorRate makes each call of method fail with code with probability
-// rate (0..1), drawn from the seeded source. rate <= 0 turns it off.
-func (r *Runtime) SetErrorRate(method string, rate float64, code codes.Code) {
+// rate (0..1), drawn from the seeded source. rate == 0 turns it off; a rate
+// below 0, above 1 or NaN is an *ArgError and changes nothing.
+func (r *Runtime) SetErrorRate(method string, rate float64, code codes.Code) error {
+	const name = "SetErrorRate"
+	if !r.ready() {
+		return errNotNew(name)
+	}
+	if !(rate >= 0 && rate <= 1) { // also refuses NaN
+		return &ArgError{Method: name, Arg: "rate", Reason: fmt.Sprintf("%v is not in [0, 1]", rate)}
+	}
 	r.faultMu.Lock()
 	defer r.faultMu.Unlock()
-	if rate <= 0 {
+	if rate == 0 {
 		delete(r.faults.errorRate, method)
-		return
+		return nil
 	}
-	r.faults.errorRate[method] = rateFault{rate: min(rate, 1), code: code}
+	r.faults.errorRate[method] = rateFault{rate: rate, code: code}
+	return nil
 }
 
 // HangNext makes the next n calls of method block until their context ends
 // (or the runtime closes); they then fail with codes.Canceled or
 // codes.DeadlineExceeded, as a real hung runtime looks to a client with a
-// timeout. n <= 0 clears it.
-func (r *Runtime) HangNext(method string, n int) {
+// timeout. n == 0 clears it; a negative n is an *ArgError and changes
+// nothing.
+func (r *Runtime) HangNext(method string, n int) error {
+	const name = "HangNext"
+	if !r.ready() {
+		return errNotNew(name)
+	}
+	if n < 0 {
+		return &ArgError{Method: name, Arg: "n", Reason: fmt.Sprintf("%d is negative", n)}
+	}
 	r.faultMu.Lock()
 	defer r.faultMu.Unlock()
-	if n <= 0 {
+	if n == 0 {
 		delete(r.faults.hangNext, method)
-		return
+		return nil
 	}
 	r.faults.hangNext[method] += n
+	return nil
 }
 
 // Stall freezes the runtime for d from now on the runtime clock: every call
 // that arrives before the window ends (and every call already waiting in it)
 // blocks until the window ends or its context ends, then proceeds normally.
-// A later Stall replaces the window; Stall(0) ends it at once.
-func (r *Runtime) Stall(d time.Duration) {
+// A later Stall replaces the window; Stall(0) ends it at once. A negative d
+// is an *ArgError and changes nothing.
+func (r *Runtime) Stall(d time.Duration) error {
+	const name = "Stall"
+	if !r.ready() {
+		return errNotNew(name)
+	}
+	if d < 0 {
+		return &ArgError{Method: name, Arg: "d", Reason: fmt.Sprintf("%v is negative", d)}
+	}
 	until := r.clock.Now().Add(d)
 	r.faultMu.Lock()
 	r.faults.stallUntil = until
 	close(r.faults.stallChanged)
 	r.faults.stallChanged = make(chan struct{})
 	r.faultMu.Unlock()
+	return nil
 }
 
 func (r *Runtime) waitStall(ctx context.Context, method string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -124,25 +125,60 @@ func (s *imageStore) removeLocked(img *image) {
 }
 
 // AddRegistryImage makes ref pullable with the given size (see
-// WithRegistryImage). It may be called at any time.
-func (r *Runtime) AddRegistryImage(ref string, size int64) {
+// WithRegistryImage). It may be called at any time. An empty ref or a
+// negative size is an *ArgError and changes nothing.
+func (r *Runtime) AddRegistryImage(ref string, size int64) error {
+	if err := r.checkImage("AddRegistryImage", ref, size); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.images.registry[normalizeRef(ref)] = size
+	return nil
 }
 
-// AddImage makes ref present on the node (and pullable), as WithImage.
-func (r *Runtime) AddImage(ref string, size int64) {
+// AddImage makes ref present on the node (and pullable), as WithImage. An
+// empty ref or a negative size is an *ArgError and changes nothing.
+func (r *Runtime) AddImage(ref string, size int64) error {
+	if err := r.checkImage("AddImage", ref, size); err != nil {
+		return err
+	}
 	n := normalizeRef(ref)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.images.registry[n] = size
 	r.images.addLocked(n, size)
+	return nil
+}
+
+func (r *Runtime) checkImage(method, ref string, size int64) error {
+	if !r.ready() {
+		return errNotNew(method)
+	}
+	if arg, reason := imageProblem(ref, size); arg != "" {
+		return &ArgError{Method: method, Arg: arg, Reason: reason}
+	}
+	return nil
+}
+
+// imageProblem names the argument of an image reference and size that
+// cannot be used, and says why; it returns "" if both can be.
+func imageProblem(ref string, size int64) (arg, reason string) {
+	switch {
+	case ref == "":
+		return "ref", "must not be empty"
+	case size < 0:
+		return "size", fmt.Sprintf("%d is negative (image %q)", size, ref)
+	}
+	return "", ""
 }
 
 // Downloads returns how many times ref was actually downloaded (pulls of a
 // present image do not download).
 func (r *Runtime) Downloads(ref string) int64 {
+	if !r.ready() {
+		return 0
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.images.pulls[normalizeRef(ref)]

@@ -79,11 +79,17 @@ func WithClock(c clock.WithDelayedExecution) Option {
 // WithLatency sets the latency of one CRI method, named as in the CRI service
 // ("RunPodSandbox", "ListContainers", "PullImage", ...). It overrides any
 // earlier setting for that method, including WithRealisticLatencies. A nil
-// Latency removes the setting.
+// Latency removes the setting. A Fixed, Uniform or LogNormal made with a
+// negative duration, and a typed-nil Latency (a nil LatencyFunc), are a
+// *ConfigError.
 func WithLatency(method string, l Latency) Option {
 	return func(c *config) {
 		if l == nil {
 			delete(c.latencies, method)
+			return
+		}
+		if reason := latencyProblem(l); reason != "" {
+			c.fail("WithLatency", "%s: %s", method, reason)
 			return
 		}
 		c.latencies[method] = l
@@ -130,9 +136,14 @@ func WithStoreLock() Option { return func(c *config) { c.storeLock = true } }
 
 // WithImage makes an image already present on the node. ref is normalised
 // like the kubelet does ("busybox" is "docker.io/library/busybox:latest").
-// The image is also pullable.
+// The image is also pullable. An empty ref or a negative size is a
+// *ConfigError.
 func WithImage(ref string, size int64) Option {
 	return func(c *config) {
+		if arg, reason := imageProblem(ref, size); arg != "" {
+			c.fail("WithImage", "%s %s", arg, reason)
+			return
+		}
 		c.images[ref] = size
 		c.registry[ref] = size
 	}
@@ -140,8 +151,15 @@ func WithImage(ref string, size int64) Option {
 
 // WithRegistryImage makes an image pullable (but not present): PullImage
 // takes size/bandwidth (see WithPullBandwidth) and then the image is present.
+// An empty ref or a negative size is a *ConfigError.
 func WithRegistryImage(ref string, size int64) Option {
-	return func(c *config) { c.registry[ref] = size }
+	return func(c *config) {
+		if arg, reason := imageProblem(ref, size); arg != "" {
+			c.fail("WithRegistryImage", "%s %s", arg, reason)
+			return
+		}
+		c.registry[ref] = size
+	}
 }
 
 // WithPullBandwidth sets the download speed of each image pull in bytes per

@@ -17,6 +17,11 @@ import (
 // and its counters. It implements the CRI gRPC services; serve it with Start
 // (or register it on your own grpc.Server with Register). All methods are
 // safe for concurrent use.
+//
+// Use New or Start: a Runtime they did not make (the zero value, or a nil
+// *Runtime) holds no state. Its CRI calls, fault methods, ExitContainer and
+// WaitSubscribers return an *ArgError (Arg "Runtime"), its counters are
+// zero and Close returns nil; it never panics.
 type Runtime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
@@ -98,6 +103,9 @@ func New(opts ...Option) (*Runtime, error) {
 // queues) return codes.Unavailable, event streams end, scripted exits are
 // cancelled and later calls fail with codes.Unavailable. Idempotent.
 func (r *Runtime) Close() error {
+	if !r.ready() {
+		return nil
+	}
 	r.closeOnce.Do(func() {
 		close(r.done)
 		r.mu.Lock()
@@ -117,6 +125,9 @@ func (r *Runtime) Close() error {
 	})
 	return nil
 }
+
+// ready reports whether r was made by New.
+func (r *Runtime) ready() bool { return r != nil && r.cfg != nil }
 
 func (r *Runtime) closed() bool {
 	select {
@@ -171,6 +182,9 @@ func (a *admission) leave() {
 // store lock; sleep the method's latency. No lock of the runtime state is
 // held while waiting.
 func (r *Runtime) admit(ctx context.Context, method string, kind callKind) (*admission, error) {
+	if !r.ready() {
+		return nil, errNotNew(method)
+	}
 	st := r.stat(method)
 	st.calls.Add(1)
 	st.enter()

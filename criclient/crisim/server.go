@@ -10,13 +10,18 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // maxMsgSize is the kubelet's CRI message limit.
 const maxMsgSize = 16 << 20
 
 // Server serves a Runtime over real gRPC on a unix socket in a fresh
-// temporary directory.
+// temporary directory. Use Start: a Server it did not make (the zero value,
+// or a nil *Server) serves nothing; its Endpoint is "", its Runtime is one
+// New did not make (whose methods return an *ArgError) and Close returns
+// nil.
 type Server struct {
 	rt        *Runtime
 	gs        *grpc.Server
@@ -30,8 +35,14 @@ type Server struct {
 }
 
 // Register registers r as the RuntimeService and ImageService of s, for
-// callers that run their own grpc.Server.
+// callers that run their own grpc.Server. A nil s registers nothing.
 func (r *Runtime) Register(s grpc.ServiceRegistrar) {
+	if s == nil || typednil.Is(s) {
+		return
+	}
+	if r == nil {
+		r = &Runtime{} // answers every call with an *ArgError
+	}
 	runtimeapi.RegisterRuntimeServiceServer(s, r)
 	runtimeapi.RegisterImageServiceServer(s, r)
 }
@@ -76,15 +87,30 @@ func Start(opts ...Option) (*Server, error) {
 
 // Endpoint is the CRI endpoint, "unix:///tmp/crisim-.../crisim.sock", for
 // criclient.Dial, crictl or grpc.NewClient.
-func (s *Server) Endpoint() string { return s.endpoint }
+func (s *Server) Endpoint() string {
+	if s == nil {
+		return ""
+	}
+	return s.endpoint
+}
 
 // Runtime returns the served Runtime, to configure faults and read counters.
-func (s *Server) Runtime() *Runtime { return s.rt }
+// A Server that Start did not make returns a zero Runtime, whose methods
+// return an *ArgError saying to use New or Start.
+func (s *Server) Runtime() *Runtime {
+	if s == nil || s.rt == nil {
+		return &Runtime{}
+	}
+	return s.rt
+}
 
 // Close closes the Runtime (hung and stalled calls and event streams end),
 // stops the gRPC server, waits for its handlers and removes the socket
 // directory. Idempotent.
 func (s *Server) Close() error {
+	if s == nil || s.gs == nil {
+		return nil
+	}
 	s.closeOnce.Do(func() {
 		_ = s.rt.Close()
 		s.gs.Stop()

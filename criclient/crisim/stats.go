@@ -51,6 +51,9 @@ func newStats() map[string]*methodStats {
 // stat returns the counters of method; stats is never written after New, so
 // no lock is needed.
 func (r *Runtime) stat(method string) *methodStats {
+	if r == nil {
+		return &methodStats{}
+	}
 	if s, ok := r.stats[method]; ok {
 		return s
 	}
@@ -64,6 +67,9 @@ func (r *Runtime) Calls(method string) int64 { return r.stat(method).calls.Load(
 // CallCounts returns the non-zero call counts by method.
 func (r *Runtime) CallCounts() map[string]int64 {
 	out := map[string]int64{}
+	if r == nil {
+		return out
+	}
 	for name, s := range r.stats {
 		if n := s.calls.Load(); n > 0 {
 			out[name] = n
@@ -75,6 +81,9 @@ func (r *Runtime) CallCounts() map[string]int64 {
 // ResetCalls zeroes the call counters and sets each MaxInFlight to the
 // number of calls in flight now.
 func (r *Runtime) ResetCalls() {
+	if r == nil {
+		return
+	}
 	for _, s := range r.stats {
 		s.calls.Store(0)
 		s.maxInflight.Store(s.inflight.Load())

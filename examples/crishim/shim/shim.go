@@ -102,7 +102,11 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	}
 	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
 	for c := range s.gates {
-		s.gates[c] = criclient.NewGate(cfg.Limits[c], nil)
+		g, err := criclient.NewGate(cfg.Limits[c], nil)
+		if err != nil {
+			return nil, err
+		}
+		s.gates[c] = g
 	}
 	target, err := unixTarget(endpoint)
 	if err != nil {
