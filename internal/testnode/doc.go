@@ -106,4 +106,29 @@
 // RestartContainerd stops it (if running) and starts it again with the same
 // config and state. Containers keep running under their shims in between,
 // as on a real node, and the node's own client connection reconnects.
+//
+// FreezeContainerd (Thaw ends it) and FreezeFor (a timer ends it) make
+// containerd hang: its daemon, by the PID the node started, and only it
+// (not the shims, not the containers), goes into a cgroup v1 freezer cgroup
+// named syncpod-<test pid>-<node dir> and is frozen, so CRI calls run into
+// their deadlines. Where the freezer cannot be used the daemon gets SIGSTOP
+// and SIGCONT instead; Freeze.Method says which. SlowDisk throttles the
+// daemon and its shims with blkio (bytes and operations per second, read
+// and write) on the disk holding the node's root and state; a directory on
+// tmpfs or another file system without a block device is a
+// *NoBlockDeviceError. Under cgroup v1 the throttle holds for reads,
+// direct I/O and writes the process flushes itself (containerd fsyncs
+// blobs as it commits them: a 64 MiB pull at 4 MiB/s takes about 16 s
+// instead of half a second here) but not for buffered writes the kernel
+// writes back later (snapshot unpacking), which v1 does not charge to the
+// cgroup.
+//
+// Faults always end: by their own undo, a t.Cleanup registered before they
+// start, the node's teardown (which ends them first), KillContainerd and
+// RestartContainerd (which end a freeze after signalling), and, after a
+// test binary died, the stale cleanup of a later Start, which thaws and
+// removes the cgroups a dead test process named and continues a containerd
+// it left stopped. Bad arguments are *ArgError; a fault that cannot be
+// applied is a *FaultError (wrapping ErrContainerdDown, ErrFaultActive or
+// the cgroup error).
 package testnode

@@ -50,6 +50,7 @@ type Node struct {
 	mu     sync.Mutex
 	proc   *containerdProcess // nil while containerd is down
 	layers map[string][]string
+	faults faultState // FreezeContainerd, SlowDisk
 }
 
 // Option configures Start.
@@ -320,6 +321,10 @@ func (n *Node) startContainerd() error {
 	n.mu.Lock()
 	n.proc = p
 	n.mu.Unlock()
+	// A slow disk stays slow across a restart.
+	if err := n.joinDisk(cmd.Process.Pid); err != nil {
+		return err
+	}
 	n.conn.ResetConnectBackoff()
 	return n.waitReady(p)
 }
@@ -380,7 +385,8 @@ func (n *Node) RestartContainerd(t testing.TB) {
 }
 
 // stopContainerd signals containerd by its PID and waits for it to exit;
-// with grace > 0 it escalates to SIGKILL after grace.
+// with grace > 0 it escalates to SIGKILL after grace. A frozen containerd
+// is thawed after the signal, so it acts on it as it wakes.
 func (n *Node) stopContainerd(sig syscall.Signal, grace time.Duration) {
 	n.mu.Lock()
 	p := n.proc
@@ -390,6 +396,7 @@ func (n *Node) stopContainerd(sig syscall.Signal, grace time.Duration) {
 		return
 	}
 	_ = p.cmd.Process.Signal(sig)
+	n.endFreeze()
 	if grace > 0 {
 		select {
 		case <-p.done:

@@ -35,6 +35,9 @@ func reapStaleNodes(t testing.TB, runc string) {
 }
 
 func reapStale(t testing.TB, runc string) {
+	if did := reapOrphanCgroups(); len(did) > 0 {
+		t.Logf("testnode: cleaned up after a dead test process: %s", strings.Join(did, ", "))
+	}
 	dirs, _ := filepath.Glob(filepath.Join(shortTempDir(), nodeDirPattern+"*"))
 	for _, dir := range dirs {
 		if !OwnerGone(dir) {
@@ -92,7 +95,8 @@ func processAlive(pid int) bool {
 
 // reapNodeDir tears down what a dead test left in dir and says what it did.
 func reapNodeDir(dir, runc string) string {
-	var did []string
+	// First thaw: a frozen containerd cannot act on SIGKILL.
+	did := reapFaultCgroups(dir)
 	socket := filepath.Join(dir, "containerd.sock")
 	if pid := KillRecorded(filepath.Join(dir, pidFile), filepath.Join(dir, "config.toml")); pid != 0 {
 		did = append(did, fmt.Sprintf("killed containerd %d", pid))

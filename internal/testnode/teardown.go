@@ -23,6 +23,7 @@ func (n *Node) teardown(t testing.TB) {
 	if t.Failed() && n.logPath != "" {
 		t.Logf("testnode: containerd log tail (%s):\n%s", n.logPath, LogTail(n.logPath, 40))
 	}
+	n.endFaults(t) // a frozen containerd would hang every step below
 	if n.conn != nil {
 		n.removePods(t)
 		n.stopContainerd(syscall.SIGTERM, 10*time.Second)
@@ -30,6 +31,7 @@ func (n *Node) teardown(t testing.TB) {
 	}
 	var leftovers []string
 	if n.Dir != "" {
+		leftovers = append(leftovers, n.faultLeftovers()...)
 		n.deleteContainers(t)
 		if pids := killShims(n.socket); len(pids) > 0 {
 			t.Logf("testnode: killed shims left by this node: %v", pids)
