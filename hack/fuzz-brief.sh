@@ -14,24 +14,17 @@ fuzztime=${SYNCPOD_FUZZTIME:-3s}
 status=0
 ran=0
 for mod in . examples examples/virtualkubelet; do
-  # Directories of this module (not of a nested one) holding a Fuzz target.
-  while IFS= read -r dir; do
-    pkg=$(cd "$mod" && go list "./$dir") || { status=1; continue; }
-    for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$mod/$dir"/*_test.go | sed 's/^func //' | sort -u); do
+  # go list gives this module's packages only, not a nested module's.
+  pkgs=$(cd "$mod" && go list -f '{{.ImportPath}} {{.Dir}}' ./...) || { status=1; continue; }
+  while IFS=' ' read -r pkg dir; do
+    for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
       echo "== fuzz $pkg $target ($fuzztime)"
-      if ! (cd "$mod" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$dir"); then
+      if ! (cd "$mod" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"); then
         status=1
       fi
       ran=$((ran + 1))
     done
-  done < <(cd "$mod" && grep -rl --include='*_test.go' '^func Fuzz' . |
-    while read -r f; do
-      d=$(dirname "$f")
-      # Skip files that belong to a nested module.
-      m=$d
-      while [ "$m" != . ] && [ ! -f "$m/go.mod" ]; do m=$(dirname "$m"); done
-      [ "$m" = . ] && echo "${d#./}"
-    done | sort -u)
+  done <<<"$pkgs"
 done
 echo "== fuzz: $ran targets, $([ "$status" -eq 0 ] && echo PASS || echo FAIL)"
 exit "$status"

@@ -47,7 +47,7 @@ func (o ours) update(p *corev1.Pod) {
 func (o ours) wake(uid types.UID) { o.w.Wake(uid) }
 func (o ours) idle() bool {
 	s := o.w.Stats()
-	return s.Queued == 0 && s.Running == 0
+	return s.Queued == 0 && s.Running == 0 && s.Goroutines == 0 // the pool has drained too
 }
 func (o ours) close() { _ = o.w.Close() }
 

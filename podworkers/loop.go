@@ -130,7 +130,11 @@ func (w *Workers) run(c call) {
 	}
 	c.cancel()
 	now := w.cfg.clock.Now()
-	evs := []Event{{Kind: EventCall, UID: c.ps.uid, Phase: c.phase, Orphan: c.orphan, Duration: now.Sub(start), Err: err}}
+	// At most two events a call (the call, then back-off, terminating or
+	// finished): kept on the stack, so a Workers without an observer does
+	// not allocate for them.
+	var buf [2]Event
+	evs := append(buf[:0], Event{Kind: EventCall, UID: c.ps.uid, Phase: c.phase, Orphan: c.orphan, Duration: now.Sub(start), Err: err})
 
 	w.mu.Lock()
 	ps := c.ps

@@ -2,14 +2,11 @@ package controlplane
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // GetJSON reads path ("/api/v1/nodes/n1") from the API server as the admin
@@ -37,15 +34,7 @@ func (cp *ControlPlane) GetJSON(ctx context.Context, path string, out any) error
 	}
 	req.Header.Set("Authorization", "Bearer "+cp.Token)
 	req.Header.Set("Accept", "application/json")
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(cp.CAData) {
-		return fmt.Errorf("controlplane: GET %s: no serving certificate in CAData", path)
-	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-	}}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
+	resp, err := cp.verified.Do(req)
 	if err != nil {
 		return fmt.Errorf("controlplane: GET %s: %w", path, err)
 	}

@@ -59,6 +59,7 @@ type ControlPlane struct {
 	apiBin   string
 	apiArgs  []string
 	insecure *http.Client // for readiness before the certificate exists
+	verified *http.Client // GetJSON's: trusts CAData only
 
 	mu        sync.Mutex // guards api and closed
 	etcd, api *process
@@ -194,6 +195,13 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		return cp, fmt.Errorf("controlplane: the API server's certificate: %w", err)
 	}
 	cp.CAData = ca
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return cp, fmt.Errorf("controlplane: no PEM certificate in the API server's %s", filepath.Join(certDir, "apiserver.crt"))
+	}
+	cp.verified = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
 	return cp, nil
 }
 
@@ -334,6 +342,10 @@ func (cp *ControlPlane) Close() error {
 		cp.closed = true
 		cp.mu.Unlock()
 		cp.stopAll()
+		cp.insecure.CloseIdleConnections()
+		if cp.verified != nil {
+			cp.verified.CloseIdleConnections()
+		}
 		if err := testnode.RemoveAll(cp.Dir); err != nil {
 			cp.closeErr = fmt.Errorf("controlplane: %w", err)
 		}

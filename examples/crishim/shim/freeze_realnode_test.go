@@ -3,6 +3,7 @@ package shim_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -47,13 +48,7 @@ func (r freezeReport) String() string {
 	fmt.Fprintf(&b, "%-12s freeze by %s; relists from the freeze on: n=%d p50≤%.3gs p99≤%.3gs mean %.3fs; PLEG last seen at most %v ago; %d \"PLEG is not healthy\" lines\n",
 		r.mode, r.method, r.relist.Count, r.relist.Quantile(0.5), r.relist.Quantile(0.99), r.relist.Mean(),
 		r.lastSeenMax.Round(100*time.Millisecond), r.unhealthy)
-	for _, op := range slices.Sorted(func(yield func(string) bool) {
-		for k := range r.lists {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, op := range slices.Sorted(maps.Keys(r.lists)) {
 		h := r.lists[op]
 		fmt.Fprintf(&b, "%-12s   %s: n=%d mean %.3fs p99≤%.3gs\n", r.mode, op, h.Count, h.Mean(), h.Quantile(0.99))
 	}
@@ -239,7 +234,7 @@ func runFreeze(t *testing.T, m kubeletMode, s freezeScenario) freezeReport {
 	}
 	nw := watchNode(cp, node)
 	waitFor(t, "the Node to be Ready", 3*time.Minute, func() (bool, string) {
-		ch := nw.stopless()
+		ch := nw.seen()
 		return len(ch) > 0 && ch[len(ch)-1].status == string(corev1.ConditionTrue), fmt.Sprint(ch)
 	})
 
@@ -289,11 +284,11 @@ func runFreeze(t *testing.T, m kubeletMode, s freezeScenario) freezeReport {
 	// A Node that went NotReady during the freeze is Ready again at its
 	// next status update.
 	waitFor(t, "the Node to be Ready after the thaw", 3*time.Minute, func() (bool, string) {
-		ch := nw.stopless()
+		ch := nw.seen()
 		last := ch[len(ch)-1]
 		return last.status == string(corev1.ConditionTrue), fmt.Sprintf("%s %s: %s", last.status, last.reason, last.message)
 	})
-	if ch := nw.stopless(); ch[len(ch)-1].at > thawed.Sub(nw.since) {
+	if ch := nw.seen(); ch[len(ch)-1].at > thawed.Sub(nw.since) {
 		rep.toReady = ch[len(ch)-1].at - thawed.Sub(nw.since)
 	}
 	// One more relist period or two, so the kubelet's figures include the
@@ -335,8 +330,8 @@ func runFreeze(t *testing.T, m kubeletMode, s freezeScenario) freezeReport {
 	return rep
 }
 
-// stopless returns the changes seen so far, the watch going on.
-func (w *nodeWatch) stopless() []readyChange {
+// seen returns the changes so far; the watch goes on.
+func (w *nodeWatch) seen() []readyChange {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.changes)
@@ -373,23 +368,6 @@ func slowerThan(h kubelethost.Histogram, seconds float64) uint64 {
 		}
 	}
 	return h.Count - atMost
-}
-
-// waitFor polls cond every 500 ms until it holds, failing t with cond's
-// last note after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, note := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, note)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // TestRealNodeFreezeKubelet is the short version of the stalled-runtime

@@ -109,3 +109,20 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // the statuses it answers reads from follow the view's events. A client's
 // GetContainerEvents stream is one more.
 const ownSubscribers = 1
+
+// waitFor polls cond every 500 ms until it holds, failing t with cond's
+// last note after timeout.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, note := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s:\n%s", timeout, what, note)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

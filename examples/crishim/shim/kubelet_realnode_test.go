@@ -221,22 +221,13 @@ func (h healthWatch) check() {
 	}
 }
 
-// pollUntil polls cond every 500 ms, with the health check, until it holds
-// or timeout passes (then t fails with cond's last note).
+// pollUntil is waitFor with the health check at every poll.
 func pollUntil(t *testing.T, h healthWatch, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	waitFor(t, what, timeout, func() (bool, string) {
 		h.check()
-		ok, note := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s:\n%s", timeout, what, note)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 // shimCaused reports whether a CRI error the kubelet logged can come from
