@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,6 +14,9 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/podworkers"
 )
 
 // ErrStopped is returned by calls on a stopped Agent.
@@ -33,7 +35,10 @@ type Agent struct {
 	cache        statusStore
 	backoff      *crashBackoff
 	images       imageGate
-	workers      *podWorkers
+	workers      *podworkers.Workers // the library's pod workers, calling syncer
+	syncer       *podSyncer
+	readds       readdSet              // pods added again while terminating
+	orphans      orphanWaits           // RemoveOrphans waiting for the workers
 	source       statusSource          // the PLEG: evented (syncpod) or relisting (baseline)
 	relister     *relister             // baseline: source, for its sync
 	lifecycle    *eventedLifecycle     // syncpod: source, for its sync
@@ -154,15 +159,23 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if cfg.statusHook != nil {
 		a.notifier = newStatusNotifier()
 	}
-	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
-		res := syncMode(ctx, pod)
-		a.podStatusChanged(pod.UID) // its waiting reasons may have changed
-		return res
+	a.syncer = &podSyncer{
+		sync: func(ctx context.Context, pod *corev1.Pod) syncResult {
+			res := syncMode(ctx, pod)
+			a.podStatusChanged(pod.UID) // its waiting reasons may have changed
+			return res
+		},
+		kill:       a.killPod,
+		terminated: a.forgetPod,
+		orphan: func(ctx context.Context, uid types.UID, grace time.Duration) {
+			a.orphans.done(uid, a.removeOrphan(ctx, uid, grace))
+		},
+		active: a.active,
 	}
-	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(syncErrorBackoff))
-	a.workers.onExit = a.forgetPod
-	a.workers.active = a.active
-	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.workers.Wake, a.podStatusChanged)
+	if a.workers, err = newPodWorkers(a.syncer, a.clock, cfg.scaled(syncErrorBackoff), a.podFinished); err != nil {
+		return nil, fmt.Errorf("agent: New: %w", err)
+	}
+	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.wake, a.podStatusChanged)
 
 	observePull := func(image string, d time.Duration, err error) {
 		a.metrics.observePull(d, err)
@@ -182,7 +195,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.source = a.relister
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.wake, observePull)
 		if err != nil {
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}
@@ -250,7 +263,7 @@ func (a *Agent) Apply(u PodUpdate) {
 		a.pods.desire(pod, a.clock.Now(), u.Op == OpAdd)
 		a.emit(Event{Type: u.Op.String(), Pod: podKey(pod)})
 		a.images.prefetch(a.ctx, pod, a.podSandboxConfig(pod, 0))
-		a.workers.UpdatePod(pod)
+		a.updatePod(pod, u.Op)
 		a.podStatusChanged(pod.UID)
 	case OpDelete:
 		uid := u.UID
@@ -272,7 +285,7 @@ func (a *Agent) Apply(u PodUpdate) {
 		if u.Pod != nil {
 			grace = u.Pod.DeletionGracePeriodSeconds
 		}
-		a.workers.KillPod(uid, grace)
+		a.killPodWorker(uid, grace)
 	}
 }
 
@@ -285,7 +298,7 @@ func (a *Agent) Stop() {
 		a.mu.Lock()
 		a.stopped = true
 		a.mu.Unlock()
-		a.workers.Stop()
+		_ = a.workers.Close()
 		a.cancel()
 		a.wg.Wait()
 		a.prober.close()
@@ -325,8 +338,9 @@ func (a *Agent) removeSandbox(ctx context.Context, id string) error {
 	return nil
 }
 
-// killPod is the worker's termination: remove everything the pod has.
-func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
+// killPod is the worker's termination: remove everything the pod has,
+// its containers stopped within grace.
+func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod, grace time.Duration) error {
 	a.images.forget(pod.UID)
 	a.forgetAdmission(pod)
 	// A pod re-added while it is killed starts from nothing.
@@ -341,7 +355,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	for _, sb := range sbs {
 		// A failed graceful stop still removes the pod: removeSandbox
 		// kills what did not stop.
-		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), sb.Id); err != nil {
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(grace), sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
 		}
 	}
@@ -369,7 +383,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
-// forgetPod drops every per-pod entry once its worker is gone, so churn
+// forgetPod drops every per-pod entry once its pod terminated, so churn
 // leaves nothing behind.
 func (a *Agent) forgetPod(uid types.UID) {
 	a.cache.Delete(uid)
@@ -447,7 +461,7 @@ func (a *Agent) expectationsFor(uid types.UID) *expectations {
 // that would have reacted sooner. The pleg package's own goroutines and
 // the runtime are not covered.
 func (a *Agent) quiescent() bool {
-	return a.active.idle() && a.images.inFlight() == 0 && a.source.drained()
+	return a.syncer.idle(a.workers) && a.images.inFlight() == 0 && a.source.drained()
 }
 
 func (a *Agent) maxRelist() time.Duration {
