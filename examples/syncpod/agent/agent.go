@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/examples/syncpod/agent/baseline"
 	"github.com/syncpod/syncpod/podworkers"
 )
 
@@ -35,6 +36,7 @@ type Agent struct {
 	cache        statusStore
 	backoff      *crashBackoff
 	images       imageGate
+	mode         podSyncMode         // the mode's SyncPod: syncpod or baseline
 	workers      *podworkers.Workers // the library's pod workers, calling syncer
 	syncer       *podSyncer
 	readds       readdSet              // pods added again while terminating
@@ -60,10 +62,9 @@ type Agent struct {
 	nameOnce sync.Once
 	rtName   string // the runtime's name (runtimeName)
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	lastSync map[types.UID]time.Time // baseline: end of the last sync, for GetNewerThan
+	mu      sync.Mutex
+	started bool
+	stopped bool
 
 	blocked      durationCounter // time workers spent blocked (pulls, cache waits)
 	unhealthy    durationCounter // time PLEG reported unhealthy (sampled)
@@ -132,7 +133,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		cfg.sampleEvery = min(defaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
 	a := &Agent{cfg: cfg, runtime: &runtimeLayer{rt: rt, img: img}, clock: cfg.clock, log: cfg.log,
-		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
+		expects: map[types.UID]*expectations{}, active: &activity{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.registerer)
 	if err != nil {
@@ -152,16 +153,16 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
 	a.volumes = newVolumeManager(cfg.podDir, a.log)
-	syncMode := a.syncSyncPod
+	a.mode = podSyncMode(syncpodMode{a})
 	if cfg.mode == ModeBaseline {
-		syncMode = a.syncBaseline
+		a.mode = baselineMode{a: a, s: baseline.New(a.clock)}
 	}
 	if cfg.statusHook != nil {
 		a.notifier = newStatusNotifier()
 	}
 	a.syncer = &podSyncer{
 		sync: func(ctx context.Context, pod *corev1.Pod) syncResult {
-			res := syncMode(ctx, pod)
+			res := a.mode.sync(ctx, pod)
 			a.podStatusChanged(pod.UID) // its waiting reasons may have changed
 			return res
 		},
@@ -390,9 +391,9 @@ func (a *Agent) forgetPod(uid types.UID) {
 	a.backoff.forgetPrefix(string(uid) + "/")
 	a.prober.forget(uid)
 	a.pods.remove(uid)
+	a.mode.forget(uid)
 	a.volumes.forget(uid)
 	a.mu.Lock()
-	delete(a.lastSync, uid)
 	delete(a.expects, uid)
 	a.mu.Unlock()
 }

@@ -411,7 +411,7 @@ type Stats struct {
 // Stats returns the agent's totals so far.
 func (a *Agent) Stats() Stats {
 	a.mu.Lock()
-	last := len(a.lastSync) + len(a.expects) + a.readds.len()
+	last := a.mode.len() + len(a.expects) + a.readds.len()
 	a.mu.Unlock()
 	ps, _ := a.source.stats()
 	startups, total := a.pods.startupLatencies()
