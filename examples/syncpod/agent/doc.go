@@ -2,12 +2,12 @@
 // a CRI runtime. It is the composition of the library's parts, in the
 // kubelet's shape, and the reference for composing them:
 //
-//   - podworkers runs the pod workers: the agent's pod syncer (workers.go) is its Syncer
-//     (SyncPod, SyncTerminatingPod, SyncTerminatedPod, and
-//     SyncTerminatingRuntimePod for the orphans RemoveOrphans finds), the
-//     PLEG, the image puller and the prober wake a pod by UID, a failed sync
-//     is retried after podworkers' back-off, a kill cancels a running sync
-//     and is never lost;
+//   - podworkers runs the pod workers: the agent's pod syncer (workers.go)
+//     is its Syncer (SyncPod, SyncTerminatingPod, SyncTerminatedPod, and
+//     SyncTerminatingRuntimePod for the orphans RemoveOrphans finds); the
+//     PLEG, the image puller and the prober wake a pod by UID, a failed
+//     sync is retried after podworkers' back-off, a kill cancels a running
+//     sync and is never lost;
 //   - criclient/podcri builds the sandbox and container configs, the
 //     container hash, labels and annotations, and the corev1.PodStatus;
 //   - concurrentstart/podplan turns the pod spec into a start plan that
