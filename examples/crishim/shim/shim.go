@@ -38,6 +38,11 @@ type Config struct {
 	// defaults when zero; New fails with the view's
 	// *runtimeview.ConfigError when negative).
 	RelistPeriod, MaxStaleness time.Duration
+	// FailStaleReads makes Lists and status reads fail with UNAVAILABLE
+	// once the view is older than MaxStaleness. By default they are
+	// answered from the last view while Status and Health say the runtime
+	// does not answer (see the package documentation).
+	FailStaleReads bool
 	// EventBuffer is each GetContainerEvents subscriber's buffer
 	// (runtimeview.DefaultBuffer when zero).
 	EventBuffer int
@@ -120,7 +125,8 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
 	}
 	s.rt, s.img = s.client.Raw()
-	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view")), runtimeview.WithClock(cfg.Clock)}
+	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view")), runtimeview.WithClock(cfg.Clock),
+		runtimeview.WithStaleReads(!cfg.FailStaleReads)}
 	if cfg.RelistPeriod != 0 {
 		viewOpts = append(viewOpts, runtimeview.WithRelistPeriod(cfg.RelistPeriod))
 	}

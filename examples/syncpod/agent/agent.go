@@ -60,9 +60,10 @@ type Agent struct {
 	stopped  bool
 	lastSync map[types.UID]time.Time // baseline: end of the last sync, for GetNewerThan
 
-	blocked      durationCounter // time workers spent blocked (pulls, cache waits)
-	unhealthy    durationCounter // time PLEG reported unhealthy (sampled)
-	healthStatus healthState
+	blocked       durationCounter // time workers spent blocked (pulls, cache waits)
+	unhealthy     durationCounter // time PLEG reported unhealthy (sampled)
+	healthStatus  healthState
+	runtimeHealth runtimeHealth
 }
 
 type healthState struct {
@@ -231,6 +232,7 @@ func (a *Agent) Start() error {
 		defer a.wg.Done()
 		a.source.run(a.ctx)
 	}()
+	a.wg.Go(func() { a.checkRuntime(a.ctx) })
 	go func() {
 		defer a.wg.Done()
 		a.sampleHealth()
