@@ -31,20 +31,34 @@ func tomlValue(cfg, table, key string) string {
 // the config it runs with holds 8 for the transfer service and keeps the
 // CRI on the transfer service (use_local_image_pull false, the CRI key at
 // its default 3), containerd logs no fallback to local pull, and a CRI
-// pull works.
+// pull works; SetMaxConcurrentDownloads changes it on the running node.
 func TestRealNodeMaxConcurrentDownloads(t *testing.T) {
 	n := Start(t, WithMaxConcurrentDownloads(8))
 	img := n.PushImage(t, "tn/downloads", WithLayers(4))
 	if _, err := n.ImageService().PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
 		t.Fatal(err)
 	}
+	checkDownloads(t, n, "8")
+	n.SetMaxConcurrentDownloads(t, 2)
+	checkDownloads(t, n, "2")
+	if _, err := n.ImageService().RemoveImage(ctxT(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.ImageService().PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+		t.Fatalf("pull after SetMaxConcurrentDownloads: %v", err)
+	}
+}
+
+// checkDownloads reads containerd's dump of its config and its log.
+func checkDownloads(t *testing.T, n *Node, want string) {
+	t.Helper()
 	out, err := exec.Command(n.bins.containerd, "--config", n.cfgPath, "config", "dump").Output()
 	if err != nil {
 		t.Fatalf("containerd config dump: %v", err)
 	}
 	dump := string(out)
 	for _, c := range []struct{ table, key, want string }{
-		{"plugins.'io.containerd.transfer.v1.local'", "max_concurrent_downloads", "8"},
+		{"plugins.'io.containerd.transfer.v1.local'", "max_concurrent_downloads", want},
 		{"plugins.'io.containerd.cri.v1.images'", "max_concurrent_downloads", "3"},
 		{"plugins.'io.containerd.cri.v1.images'", "use_local_image_pull", "false"},
 	} {

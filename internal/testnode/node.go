@@ -393,6 +393,27 @@ func (n *Node) RestartContainerd(t testing.TB) {
 	}
 }
 
+// SetMaxConcurrentDownloads rewrites containerd's config with k layer
+// downloads at once (as WithMaxConcurrentDownloads) and restarts
+// containerd with it, waiting until the CRI answers. Images, sandboxes and
+// containers stay; k < 1 fails t. Like RestartContainerd, it must not run
+// beside other calls on n.
+func (n *Node) SetMaxConcurrentDownloads(t testing.TB, k int) {
+	t.Helper()
+	if k < 1 {
+		t.Fatalf("testnode: SetMaxConcurrentDownloads: %d is not positive", k)
+	}
+	n.opts.maxConcurrentDownloads = k
+	cfg, err := n.containerdConfig(&n.opts)
+	if err != nil {
+		t.Fatalf("testnode: %v", err)
+	}
+	if err := os.WriteFile(n.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatalf("testnode: config: %v", err)
+	}
+	n.RestartContainerd(t)
+}
+
 // stopContainerd signals containerd by its PID and waits for it to exit;
 // with grace > 0 it escalates to SIGKILL after grace. A frozen containerd
 // is thawed after the signal, so it acts on it as it wakes.
