@@ -116,11 +116,19 @@ func runKubeletScenario(b testing.TB, n *testnode.Node, col kubeletColumn, sc Sc
 	return newStartResult(sc.Name, col.Mode, want, startups, timedOut)
 }
 
-// kubeletExternal runs the cpu-burst's pods as a real kubelet's static
-// pods, all written at once, on n's containerd.
-func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
-	return func(_ context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
-		startups, timedOut := runKubelet(b, n, "cpu-burst", nil, pods, func(string) bool { return true }, nil, deadline)
+// kubeletExternal runs the cpu-burst's pods as static pods of the real
+// kubelet of mode's column, all written at once, on n's containerd.
+func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, string, []*corev1.Pod, time.Time) ([]time.Duration, bool, error) {
+	return func(_ context.Context, mode string, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error) {
+		col, ok := kubeletColumnByMode(mode)
+		if !ok {
+			return nil, false, fmt.Errorf("no kubelet column %q", mode)
+		}
+		if col.Downloads > 0 {
+			n.SetMaxConcurrentDownloads(b, col.Downloads)
+			defer n.SetMaxConcurrentDownloads(b, 3)
+		}
+		startups, timedOut := runKubelet(b, n, "cpu-burst, "+mode, col.Options, pods, func(string) bool { return true }, nil, deadline)
 		return startups, timedOut, nil
 	}
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Odd runs run the modes in reverse, so each mode runs first as often as
@@ -115,5 +118,24 @@ func TestBenchRuns(t *testing.T) {
 		if got != tc.want || (err == nil) != tc.ok {
 			t.Errorf("SYNCPOD_BENCH_RUNS=%q: %d, %v", tc.env, got, err)
 		}
+	}
+}
+
+// Every kubelet column is a kubelet mode of the cpu-burst, which refuses
+// to run one without a kubelet.
+func TestCPUBurstKubeletModes(t *testing.T) {
+	for _, mode := range []string{"kubelet", "kubelet-tuned", "kubelet-tuned-cd"} {
+		if !isKubeletMode(mode) {
+			t.Errorf("%s is not a kubelet mode", mode)
+		}
+	}
+	for _, mode := range []string{"syncpod", "baseline", "kubeletish", "all-at-once"} {
+		if isKubeletMode(mode) {
+			t.Errorf("%s is a kubelet mode", mode)
+		}
+	}
+	rc := runConfig{scale: 0.1, timeout: time.Minute, log: zap.NewNop()}
+	if _, err := runCPUBurst(context.Background(), rc, []string{"kubelet-tuned"}, 1); err == nil || !strings.Contains(err.Error(), "kubelet-tuned needs a kubelet") {
+		t.Errorf("kubelet-tuned without a kubelet: %v", err)
 	}
 }
