@@ -238,28 +238,30 @@ func removeImages(b testing.TB, n *testnode.Node, images []string) {
 }
 
 // printStartTable renders the runs as the runtime saw them, each
-// orchestrator's row beside the real kubelet's, with the ratios to it.
+// orchestrator's row beside the real kubelet's, with the ratios to the
+// default and to the tuned kubelet.
 func printStartTable(w io.Writer, results []startResult) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmode\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\t")
-	kubelet := map[string]startResult{}
+	fmt.Fprintln(tw, "scenario\tmode\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\tp50 tuned/mode\tp99 tuned/mode\t")
+	ref := map[[2]string]startResult{}
 	for _, r := range results {
-		if r.Mode == "kubelet" {
-			kubelet[r.Scenario] = r
-		}
+		ref[[2]string{r.Scenario, r.Mode}] = r
 	}
 	for _, r := range results {
 		to := ""
 		if r.TimedOut {
 			to = " (timeout)"
 		}
-		r50, r99 := "-", "-"
-		if k, ok := kubelet[r.Scenario]; ok && r.Mode != "kubelet" && r.P50 > 0 && r.P99 > 0 {
-			r50 = fmt.Sprintf("%.2fx", float64(k.P50)/float64(r.P50))
-			r99 = fmt.Sprintf("%.2fx", float64(k.P99)/float64(r.P99))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s%s\t%s\t%s\t", r.Scenario, r.Mode, r.Started, r.Pods, ms(r.Makespan), to, ms(r.P50), ms(r.P99))
+		for _, refMode := range []string{"kubelet", "kubelet-tuned"} {
+			k, ok := ref[[2]string{r.Scenario, refMode}]
+			if !ok || r.Mode == refMode {
+				fmt.Fprint(tw, "-\t-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", speedup(k.P50, r.P50), speedup(k.P99, r.P99))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Mode, r.Started, r.Pods,
-			ms(r.Makespan), to, ms(r.P50), ms(r.P99), r50, r99)
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 }

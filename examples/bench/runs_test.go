@@ -139,3 +139,26 @@ func TestCPUBurstKubeletModes(t *testing.T) {
 		t.Errorf("kubelet-tuned without a kubelet: %v", err)
 	}
 }
+
+// The one-run table gives each row's ratios to the default and the tuned
+// kubelet, and none to itself.
+func TestPrintStartTable(t *testing.T) {
+	s := time.Second
+	var out bytes.Buffer
+	printStartTable(&out, []startResult{
+		{Scenario: "burst", Mode: "kubelet", Pods: 3, Started: 3, Makespan: 6 * s, P50: 4 * s, P99: 6 * s},
+		{Scenario: "burst", Mode: "kubelet-tuned", Pods: 3, Started: 3, Makespan: 4 * s, P50: 2 * s, P99: 4 * s},
+		{Scenario: "burst", Mode: "syncpod", Pods: 3, Started: 3, Makespan: 2 * s, P50: 1 * s, P99: 2 * s},
+	})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := map[string][]string{
+		"kubelet-tuned": {"2.00x", "1.50x", "-", "-"},
+		"syncpod":       {"4.00x", "3.00x", "2.00x", "2.00x"},
+	}
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if w, ok := want[f[1]]; ok && !slices.Equal(f[len(f)-4:], w) {
+			t.Errorf("%s: ratios %v, want %v\n%s", f[1], f[len(f)-4:], w, out.String())
+		}
+	}
+}
