@@ -43,11 +43,12 @@
 //     runtime's answer, NotFound, error or timeout), every mutation, Exec,
 //     Attach, PortForward, ExecSync, stats (ListPodSandboxStats,
 //     ListContainerStats: they change continuously and the view has none),
-//     images, Version, RuntimeConfig. By the shim itself: Status past the
-//     staleness bound (RuntimeReady false, reason RuntimeUnresponsive, the
-//     other conditions as last reported: the runtime is down and the shim
-//     says so at once instead of holding the call); within the bound
-//     Status is forwarded.
+//     images, RuntimeConfig, and Status and Version within the staleness
+//     bound. By the shim itself, past the bound: Status (RuntimeReady
+//     false, reason RuntimeUnresponsive, the other conditions as last
+//     reported: the runtime is down and the shim says so at once instead
+//     of holding the call) and Version (the runtime's last answer: a
+//     runtime's name and version do not change while it runs).
 //   - Read-your-writes without asking the runtime: a mutation made through
 //     the shim is confirmed by its event (containerd sends it as it
 //     answers); a List or status read that begins later waits for that
@@ -85,8 +86,12 @@
 //     view: what the runtime last said, updated by every event it sent.
 //     The kubelet's relist keeps completing, so its PLEG stays healthy and
 //     "PLEG is not healthy" never blames the PLEG for the runtime.
-//   - Everything forwarded (writes, verbose status, exec, images, stats,
-//     Version) waits for the runtime, as it would without the shim, up to
+//   - Version is the runtime's last answer, so the kubelet's node status
+//     update, which asks for it every time, is not held and reports the
+//     NotReady within seconds instead of after the kubelet's 2-minute
+//     runtime timeout.
+//   - Everything forwarded (writes, verbose status, exec, images, stats)
+//     waits for the runtime, as it would without the shim, up to
 //     the kubelet's own deadline (runtime-request-timeout, 2 min), which
 //     ends it with DEADLINE_EXCEEDED.
 //

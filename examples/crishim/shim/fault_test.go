@@ -88,7 +88,10 @@ func TestRealNodeBackendKilledAndRestarted(t *testing.T) {
 		t.Errorf("Status with containerd down: %v %v, want RuntimeUnresponsive", st, err)
 	}
 	if _, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); status.Code(err) != codes.Unavailable {
-		t.Errorf("Version with containerd down: %v, want Unavailable", err)
+		t.Errorf("Version with containerd down, never answered before: %v, want Unavailable", err)
+	}
+	if _, err := sv.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("ListPodSandboxStats (forwarded) with containerd down: %v, want Unavailable", err)
 	}
 
 	n.RestartContainerd(t)

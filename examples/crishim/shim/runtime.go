@@ -6,12 +6,26 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Version forwards.
+// Version forwards while the view is within its staleness bound. Past it,
+// once the runtime has answered one, the shim gives its last answer at
+// once: the runtime's name and version do not change while it runs (a
+// restarted runtime is relisted before the view is fresh again), and the
+// kubelet's node status asks for them on every update, so a forwarded call
+// would hold the Node's status, its Ready condition included, for the
+// kubelet's 2-minute runtime timeout.
 func (s *Shim) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	return forward(s, ctx, "Version", req, s.rt.Version)
+	if last := s.lastVersion.Load(); last != nil && s.view.Health() != nil && !s.draining() {
+		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
+	}
+	resp, err := forward(s, ctx, "Version", req, s.rt.Version)
+	if err == nil {
+		s.lastVersion.Store(resp)
+	}
+	return resp, err
 }
 
 // Status forwards while the view is within its staleness bound. Past it

@@ -84,11 +84,13 @@ type Shim struct {
 	statuses *statuses
 	// lastStatus is the runtime's last answer to a non-verbose Status.
 	lastStatus atomic.Pointer[runtimeapi.StatusResponse]
-	gates      [numClasses]*criclient.Gate
-	async      *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain      chan struct{}   // closed by Drain: streams end, new calls fail
-	drainOnce  sync.Once
-	closeOnce  sync.Once
+	// lastVersion is the runtime's last answer to Version.
+	lastVersion atomic.Pointer[runtimeapi.VersionResponse]
+	gates       [numClasses]*criclient.Gate
+	async       *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drain       chan struct{}   // closed by Drain: streams end, new calls fail
+	drainOnce   sync.Once
+	closeOnce   sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the

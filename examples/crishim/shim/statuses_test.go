@@ -200,6 +200,10 @@ func TestStatusPastTheBound(t *testing.T) {
 	if _, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	ver, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Runtime().Stall(time.Minute)
 	eventually(t, "unhealthy", func() bool { return sv.shim.Health() != nil })
 	st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{})
@@ -208,6 +212,10 @@ func TestStatusPastTheBound(t *testing.T) {
 	}
 	if !runtimeUnresponsive(st) {
 		t.Errorf("Status of a frozen runtime: %v", st)
+	}
+	// ctxT's deadline is far inside the stall: a forwarded Version fails.
+	if v, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil || v.GetRuntimeVersion() != ver.GetRuntimeVersion() || v.GetRuntimeName() != ver.GetRuntimeName() {
+		t.Errorf("Version past the bound: %v %v, want the last answer %v", v, err, ver)
 	}
 	if cs, err := sv.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cID}); err != nil || cs.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("ContainerStatus past the bound: %v %v, want the held RUNNING", cs, err)
