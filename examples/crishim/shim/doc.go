@@ -44,11 +44,12 @@
 //     Attach, PortForward, ExecSync, stats (ListPodSandboxStats,
 //     ListContainerStats: they change continuously and the view has none),
 //     images, RuntimeConfig, and Status and Version within the staleness
-//     bound. By the shim itself, past the bound: Status (RuntimeReady
-//     false, reason RuntimeUnresponsive, the other conditions as last
-//     reported: the runtime is down and the shim says so at once instead
-//     of holding the call) and Version (the runtime's last answer: a
-//     runtime's name and version do not change while it runs).
+//     bound, waiting for the runtime at most that bound. By the shim
+//     itself, past the bound or when the runtime did not answer within it:
+//     Status (RuntimeReady false, reason RuntimeUnresponsive, the other
+//     conditions as last reported: the runtime is down and the shim says so
+//     instead of holding the call) and Version (the runtime's last answer:
+//     a runtime's name and version do not change while it runs).
 //   - Read-your-writes without asking the runtime: a mutation made through
 //     the shim is confirmed by its event (containerd sends it as it
 //     answers); a List or status read that begins later waits for that
@@ -75,9 +76,11 @@
 // When no relist has succeeded for MaxStaleness (runtimeview's 10 s by
 // default: containerd frozen, its store locked, its disk stalled):
 //
-//   - Status answers at once RuntimeReady false, reason
-//     RuntimeUnresponsive, message the view's age and the runtime's last
-//     error. The kubelet's runtime check (every 5 s) then sets the Node
+//   - Status answers RuntimeReady false, reason RuntimeUnresponsive,
+//     message the view's age and the runtime's last error: at once, and a
+//     Status call made just before is answered so once the bound passes,
+//     not held until the runtime wakes (the kubelet makes one at a time).
+//     The kubelet's runtime check (every 5 s) then sets the Node
 //     NotReady with "container runtime not ready: RuntimeReady=false
 //     reason:RuntimeUnresponsive ...": the cause named is the runtime.
 //     /healthz answers 503 with the same reason.

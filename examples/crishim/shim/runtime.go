@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -10,39 +11,64 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Version forwards while the view is within its staleness bound. Past it,
-// once the runtime has answered one, the shim gives its last answer at
-// once: the runtime's name and version do not change while it runs (a
-// restarted runtime is relisted before the view is fresh again), and the
-// kubelet's node status asks for them on every update, so a forwarded call
+// Version forwards, and keeps the runtime's answer. Once it has one, a
+// Version the runtime does not answer within the staleness bound (or any
+// Version past the bound) gets that answer instead: a runtime's name and
+// version do not change while it runs, and the kubelet's node status asks
+// for them on every update, so a forwarded call held by a frozen runtime
 // would hold the Node's status, its Ready condition included, for the
 // kubelet's 2-minute runtime timeout.
 func (s *Shim) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	if last := s.lastVersion.Load(); last != nil && s.view.Health() != nil && !s.draining() {
+	last := s.lastVersion.Load()
+	if last != nil && s.view.Health() != nil && !s.draining() {
 		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
 	}
-	resp, err := forward(s, ctx, "Version", req, s.rt.Version)
-	if err == nil {
+	cctx, cancel := s.boundCall(ctx, last != nil)
+	defer cancel()
+	resp, err := forward(s, cctx, "Version", req, s.rt.Version)
+	switch {
+	case err == nil:
 		s.lastVersion.Store(resp)
+	case last != nil && ctx.Err() == nil && cctx.Err() != nil && !s.draining():
+		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
 	}
 	return resp, err
 }
 
-// Status forwards while the view is within its staleness bound. Past it
-// the runtime has not answered a relist for that long: the shim answers at
-// once, with RuntimeReady false (reason RuntimeUnresponsive, the view's
-// error as message) and the other conditions as the runtime last reported
-// them, rather than pretend the runtime is ready or hold the kubelet's
-// call. Verbose calls always forward.
+// Status forwards while the view is within its staleness bound, and waits
+// for the runtime's answer at most that bound. Past it, or when the
+// runtime does not answer in time, the shim answers at once, with
+// RuntimeReady false (reason RuntimeUnresponsive, why as message) and the
+// other conditions as the runtime last reported them, rather than pretend
+// the runtime is ready or hold the kubelet's call: the kubelet checks its
+// runtime with one Status call at a time, so a call held by a frozen
+// runtime would keep it from learning that the runtime is down. Verbose
+// calls always forward.
 func (s *Shim) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	if err := s.view.Health(); err != nil && !req.GetVerbose() && !s.draining() {
+	if req.GetVerbose() {
+		return forward(s, ctx, "Status", req, s.rt.Status)
+	}
+	if err := s.view.Health(); err != nil && !s.draining() {
 		return s.runtimeDown(err), nil
 	}
-	resp, err := forward(s, ctx, "Status", req, s.rt.Status)
-	if err == nil && !req.GetVerbose() {
+	cctx, cancel := s.boundCall(ctx, true)
+	defer cancel()
+	resp, err := forward(s, cctx, "Status", req, s.rt.Status)
+	switch {
+	case err == nil:
 		s.lastStatus.Store(resp)
+	case ctx.Err() == nil && cctx.Err() != nil && !s.draining():
+		return s.runtimeDown(fmt.Errorf("Status not answered within %v", s.bound)), nil
 	}
 	return resp, err
+}
+
+// boundCall returns ctx bounded by the staleness bound when bounded.
+func (s *Shim) boundCall(ctx context.Context, bounded bool) (context.Context, context.CancelFunc) {
+	if !bounded {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.bound)
 }
 
 // RuntimeConfig forwards.

@@ -86,11 +86,14 @@ type Shim struct {
 	lastStatus atomic.Pointer[runtimeapi.StatusResponse]
 	// lastVersion is the runtime's last answer to Version.
 	lastVersion atomic.Pointer[runtimeapi.VersionResponse]
-	gates       [numClasses]*criclient.Gate
-	async       *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain       chan struct{}   // closed by Drain: streams end, new calls fail
-	drainOnce   sync.Once
-	closeOnce   sync.Once
+	// bound is the view's staleness bound, which also bounds the wait
+	// for the runtime's Status and Version.
+	bound     time.Duration
+	gates     [numClasses]*criclient.Gate
+	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drain     chan struct{}   // closed by Drain: streams end, new calls fail
+	drainOnce sync.Once
+	closeOnce sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
@@ -107,7 +110,10 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	if cfg.WriteWait <= 0 {
 		cfg.WriteWait = DefaultWriteWait
 	}
-	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
+	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{}), bound: runtimeview.DefaultMaxStaleness}
+	if cfg.MaxStaleness > 0 {
+		s.bound = cfg.MaxStaleness
+	}
 	for c := range s.gates {
 		g, err := criclient.NewGate(cfg.Limits[c], nil)
 		if err != nil {
