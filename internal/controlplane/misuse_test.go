@@ -48,6 +48,9 @@ func TestZeroControlPlaneSaysUseNew(t *testing.T) {
 		if err := cp.GetJSON(context.Background(), "/api/v1/nodes", &out); err == nil {
 			t.Error("GetJSON on a zero ControlPlane succeeded")
 		}
+		if _, err := cp.Kubectl(context.Background(), "version"); err == nil {
+			t.Error("Kubectl on a zero ControlPlane succeeded")
+		}
 		if cp.Kubeconfig() != nil {
 			t.Error("Kubeconfig on a zero ControlPlane returned one")
 		}
