@@ -78,9 +78,10 @@ type ControlPlane struct {
 // New starts etcd, then kube-apiserver, and waits until the API server's
 // /readyz says ok; with WithRealCluster it then starts
 // kube-controller-manager and waits until its /healthz says ok and the
-// default ServiceAccount exists. Missing binaries give an error wrapping ErrUnavailable,
-// bad options a *ConfigError, a process that exits or does not get ready a
-// *StartError. Nothing is left running or on disk when New fails.
+// default ServiceAccount exists. Missing binaries give an error wrapping
+// ErrUnavailable, bad options a *ConfigError, a process that exits or does
+// not get ready a *StartError. Nothing is left running or on disk when New
+// fails.
 func New(opts ...Option) (*ControlPlane, error) {
 	c := config{binDir: defaultBinDir(), startTimeout: 2 * time.Minute, stopTimeout: 10 * time.Second}
 	for _, o := range opts {
