@@ -3,6 +3,9 @@ package controlplane_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +31,21 @@ func TestMissingBinariesAreUnavailable(t *testing.T) {
 	_, err := controlplane.New(controlplane.WithBinDir(t.TempDir()), nil)
 	if !errors.Is(err, controlplane.ErrUnavailable) {
 		t.Fatalf("New without binaries = %v, want ErrUnavailable", err)
+	}
+}
+
+// WithRealCluster needs kube-controller-manager as well, and says so
+// before anything is started.
+func TestRealClusterWithoutControllerManagerIsUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := controlplane.New(controlplane.WithBinDir(dir), controlplane.WithRealCluster())
+	if !errors.Is(err, controlplane.ErrUnavailable) || !strings.Contains(err.Error(), "kube-controller-manager") {
+		t.Fatalf("New(WithRealCluster) without kube-controller-manager = %v, want ErrUnavailable naming it", err)
 	}
 }
 
