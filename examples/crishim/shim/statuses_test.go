@@ -222,6 +222,42 @@ func TestStatusPastTheBound(t *testing.T) {
 	}
 }
 
+// A Status or Version the runtime holds while the view is still fresh is
+// answered once the staleness bound passes (RuntimeUnresponsive; the last
+// Version), never held until the runtime wakes.
+func TestHeldStatusAnsweredAtTheBound(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond})
+	ctx := ctxT(t)
+	eventually(t, "healthy", func() bool { return sv.shim.Health() == nil })
+	ver, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Runtime().HangNext("Status", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Runtime().HangNext("Version", 1); err != nil {
+		t.Fatal(err)
+	}
+	// ctxT's deadline is far beyond the bound: an answer means the shim
+	// stopped waiting at the bound.
+	st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil || !runtimeUnresponsive(st) {
+		t.Errorf("held Status: %v %v, want RuntimeUnresponsive", st, err)
+	}
+	if v, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil || v.GetRuntimeVersion() != ver.GetRuntimeVersion() {
+		t.Errorf("held Version: %v %v, want the last answer %v", v, err, ver)
+	}
+	if sv.shim.Health() != nil {
+		t.Errorf("the view went stale: %v", sv.shim.Health())
+	}
+	// The next Status reaches the runtime again.
+	if st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil || runtimeUnresponsive(st) {
+		t.Errorf("Status after the hang: %v %v", st, err)
+	}
+}
+
 // With the runtime's event stream down, the shim's own mutations are
 // still read back exactly (confirmed by status calls instead).
 func TestStatusEventStreamDown(t *testing.T) {
