@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -282,4 +283,93 @@ func waitForLong(t *testing.T, what string, limit time.Duration, cond func() boo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// slowCloudDisk is the throttled disk of scenario (c), as the shim's
+// kubelet burst uses it: a small network-attached cloud disk.
+var slowCloudDisk = testnode.DiskLimits{WriteIOPS: 75, ReadIOPS: 150, WriteBPS: 8 << 20, ReadBPS: 16 << 20}
+
+// TestBurstSlowDiskAgent is scenario (c) of the stalled-runtime
+// benchmark for the agent: 50 pods at once on containerd with its disk
+// throttled to slowCloudDisk (the image pulled beforehand, as the
+// kubelet's burst does), in both modes. It logs the time until every pod
+// runs, the pod startup p50 / p99, the longest relist and Healthy() over
+// time, and fails only when something is lost.
+//
+//	SYNCPOD_FREEZE_SCENARIOS=1 SYNCPOD_REALNODE=require go test -run BurstSlowDiskAgent -v -timeout 60m ./syncpod/agent
+func TestBurstSlowDiskAgent(t *testing.T) {
+	if os.Getenv("SYNCPOD_FREEZE_SCENARIOS") != "1" {
+		t.Skip("set SYNCPOD_FREEZE_SCENARIOS=1 to measure the 50-pod burst on a slow disk (about 10 minutes)")
+	}
+	const pods = 50
+	var report []string
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			n := testnode.Start(t)
+			img := n.PushImage(t, "syncpod/burst", testnode.WithSize(4<<20))
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			if _, err := n.ImageService().PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+				t.Fatal(err)
+			}
+			a := startRealAgent(t, n, nil, agent.WithMode(mode))
+			waitForLong(t, "healthy", time.Minute, func() bool { return a.Healthy() == nil })
+			d, err := n.SlowDisk(t, slowCloudDisk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hw := watchHealth(a)
+			t0 := time.Now()
+			for i := range pods {
+				a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: freezePod(fmt.Sprintf("burst-%02d", i), img)})
+			}
+			waitForLong(t, "every pod to run", 10*time.Minute, func() bool {
+				s := a.Snapshot()
+				return s.Total == pods && s.Running == pods
+			})
+			all := time.Since(t0)
+			if err := d.Undo(); err != nil {
+				t.Error(err)
+			}
+			changes := hw.end(t0)
+			st := a.Stats()
+			sbs, err := n.RuntimeService().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := n.RuntimeService().ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lost []string
+			if len(sbs.GetItems()) != pods || len(cs.GetContainers()) != pods {
+				lost = append(lost, fmt.Sprintf("%d sandboxes and %d containers for %d pods", len(sbs.GetItems()), len(cs.GetContainers()), pods))
+			}
+			for _, c := range cs.GetContainers() {
+				if c.GetMetadata().GetAttempt() != 0 {
+					lost = append(lost, fmt.Sprintf("container %s attempt %d", c.GetId(), c.GetMetadata().GetAttempt()))
+				}
+			}
+			if len(lost) > 0 {
+				t.Errorf("%s: after the burst: %s", mode, strings.Join(lost, "; "))
+			}
+			line := fmt.Sprintf("agent-%-8s all %d running after %v; startup p50 %v p99 %v; longest relist %v; PLEG unhealthy %v; Healthy() changes %v; lost %d",
+				mode, pods, all.Round(10*time.Millisecond), quantile(st.Startups, 0.5).Round(10*time.Millisecond), quantile(st.Startups, 0.99).Round(10*time.Millisecond),
+				st.MaxRelist.Round(time.Millisecond), st.PLEGUnhealthy, changes, len(lost))
+			t.Log(line)
+			report = append(report, line)
+		})
+	}
+	t.Logf("agent, %d pods at once, containerd's disk at %+v:\n%s", pods, slowCloudDisk, strings.Join(report, "\n"))
+}
+
+// quantile is the q-quantile of ds (nearest rank), 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
 }
