@@ -218,12 +218,13 @@ func runAgentFreeze(t *testing.T, mode agent.Mode, s agentFreeze) agentFreezeRep
 }
 
 // TestRealNodeFreezeAgent is the agent's short stalled-runtime scenario,
-// run in CI: 5 running pods, containerd frozen for 20 s, 2 pods added
+// run in CI: 5 running pods, containerd frozen for 50 s (the runtime
+// check's period, 30 s, plus its 10-s bound, and some), 2 pods added
 // during the freeze. Healthy() must turn unhealthy during the freeze and
 // name the runtime, never the PLEG; it is healthy again after the thaw,
 // and nothing is lost. In both modes.
 func TestRealNodeFreezeAgent(t *testing.T) {
-	s := agentFreeze{running: 5, freeze: 20 * time.Second, created: 2}
+	s := agentFreeze{running: 5, freeze: 50 * time.Second, created: 2}
 	var lines []string
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {

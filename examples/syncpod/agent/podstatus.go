@@ -251,10 +251,11 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 
 // Healthy reports whether the node can run pods, as the kubelet's Ready
 // condition does: nil while the runtime answers its Status check (every
-// 5 s) ready, and the PLEG relists (or streams events) within its health
-// threshold. Otherwise it says why, naming the runtime when the runtime is
-// the cause (not ready, or no answer for 10 s), so a frozen runtime is
-// reported as such within seconds rather than as a PLEG failure minutes
+// 30 s, every second while it fails) ready, and the PLEG relists (or
+// streams events) within its health threshold. Otherwise it says why,
+// naming the runtime when the runtime is the cause (not ready, a failed
+// check, or a check not answered for 10 s), so a frozen runtime is
+// reported as such within 40 s rather than as a PLEG failure minutes
 // later. A front-end uses it for the node's readiness.
 func (a *Agent) Healthy() error {
 	if err := a.runtimeDown(); err != nil {
