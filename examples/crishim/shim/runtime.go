@@ -29,7 +29,7 @@ func (s *Shim) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*ru
 	switch {
 	case err == nil:
 		s.lastVersion.Store(resp)
-	case last != nil && ctx.Err() == nil && cctx.Err() != nil && !s.draining():
+	case last != nil && s.timedOut(ctx, cctx, err):
 		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
 	}
 	return resp, err
@@ -57,10 +57,21 @@ func (s *Shim) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runt
 	switch {
 	case err == nil:
 		s.lastStatus.Store(resp)
-	case ctx.Err() == nil && cctx.Err() != nil && !s.draining():
+	case s.timedOut(ctx, cctx, err):
 		return s.runtimeDown(fmt.Errorf("Status not answered within %v", s.bound)), nil
 	}
 	return resp, err
+}
+
+// timedOut says whether a call made with cctx (boundCall of ctx) failed
+// because the bound passed, not the caller's context or a drain. gRPC can
+// return DeadlineExceeded a moment before cctx reports it, so the code
+// counts too.
+func (s *Shim) timedOut(ctx, cctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil || s.draining() {
+		return false
+	}
+	return cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded
 }
 
 // boundCall returns ctx bounded by the staleness bound when bounded.
