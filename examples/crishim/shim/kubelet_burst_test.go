@@ -35,38 +35,35 @@ func TestKubeletBurstThroughShim(t *testing.T) {
 	if os.Getenv(envKubeletBurst) != "1" {
 		t.Skipf("set %s=1 to measure the kubelet with a %d-pod burst (minutes)", envKubeletBurst, kubeletBurstPods)
 	}
+	report := burstModes(t, nil)
+	t.Logf("kubelet %s, %d static pods at once:\n%s", kubelethost.Version, kubeletBurstPods, report)
+}
+
+// burstModes runs the burst in every kubelet mode, each on a node of its
+// own, and returns their lines.
+func burstModes(t *testing.T, disk *testnode.DiskLimits) string {
 	var report []string
 	for _, m := range kubeletModes {
 		t.Run(m.name, func(t *testing.T) {
-			report = append(report, runBurst(t, m, nil)...)
+			report = append(report, runBurst(t, m, disk)...)
 		})
 	}
-	t.Logf("kubelet %s, %d static pods at once:\n%s", kubelethost.Version, kubeletBurstPods, strings.Join(report, "\n"))
+	return strings.Join(report, "\n")
 }
-
-// slowCloudDisk is the disk of scenario (c): containerd's block I/O
-// throttled to what a small network-attached cloud disk gives (a standard
-// persistent disk of about 100 GB): 75 write and 150 read operations, 8
-// and 16 MiB a second. containerd's metadata store syncs every
-// transaction, so each sandbox and container creation pays for it.
-var slowCloudDisk = testnode.DiskLimits{WriteIOPS: 75, ReadIOPS: 150, WriteBPS: 8 << 20, ReadBPS: 16 << 20}
 
 // TestKubeletBurstSlowDisk is scenario (c) of the stalled-runtime
 // benchmark: the 50-pod burst of TestKubeletBurstThroughShim with
-// containerd's disk throttled to slowCloudDisk, in every mode.
+// containerd's disk throttled to testnode.SmallCloudDisk (containerd's
+// metadata store syncs every transaction, so each sandbox and container
+// creation pays for it), in every mode.
 //
 //	SYNCPOD_KUBELET_BURST=1 SYNCPOD_REALNODE=require go test -run KubeletBurstSlowDisk -v ./examples/crishim/shim
 func TestKubeletBurstSlowDisk(t *testing.T) {
 	if os.Getenv(envKubeletBurst) != "1" {
 		t.Skipf("set %s=1 to measure the kubelet with a %d-pod burst on a slow disk (minutes)", envKubeletBurst, kubeletBurstPods)
 	}
-	var report []string
-	for _, m := range kubeletModes {
-		t.Run(m.name, func(t *testing.T) {
-			report = append(report, runBurst(t, m, &slowCloudDisk)...)
-		})
-	}
-	t.Logf("kubelet %s, %d static pods at once, containerd's disk at %+v:\n%s", kubelethost.Version, kubeletBurstPods, slowCloudDisk, strings.Join(report, "\n"))
+	report := burstModes(t, &testnode.SmallCloudDisk)
+	t.Logf("kubelet %s, %d static pods at once, containerd's disk at %+v:\n%s", kubelethost.Version, kubeletBurstPods, testnode.SmallCloudDisk, report)
 }
 
 // runBurst writes the burst and deletes it, with containerd's disk

@@ -286,13 +286,9 @@ func waitForLong(t *testing.T, what string, limit time.Duration, cond func() boo
 	}
 }
 
-// slowCloudDisk is the throttled disk of scenario (c), as the shim's
-// kubelet burst uses it: a small network-attached cloud disk.
-var slowCloudDisk = testnode.DiskLimits{WriteIOPS: 75, ReadIOPS: 150, WriteBPS: 8 << 20, ReadBPS: 16 << 20}
-
 // TestBurstSlowDiskAgent is scenario (c) of the stalled-runtime
 // benchmark for the agent: 50 pods at once on containerd with its disk
-// throttled to slowCloudDisk (the image pulled beforehand, as the
+// throttled to testnode.SmallCloudDisk (the image pulled beforehand, as the
 // kubelet's burst does), in both modes. It logs the time until every pod
 // runs, the pod startup p50 / p99, the longest relist and Healthy() over
 // time, and fails only when something is lost.
@@ -315,7 +311,7 @@ func TestBurstSlowDiskAgent(t *testing.T) {
 			}
 			a := startRealAgent(t, n, nil, agent.WithMode(mode))
 			waitForLong(t, "healthy", time.Minute, func() bool { return a.Healthy() == nil })
-			d, err := n.SlowDisk(t, slowCloudDisk)
+			d, err := n.SlowDisk(t, testnode.SmallCloudDisk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +357,7 @@ func TestBurstSlowDiskAgent(t *testing.T) {
 			report = append(report, line)
 		})
 	}
-	t.Logf("agent, %d pods at once, containerd's disk at %+v:\n%s", pods, slowCloudDisk, strings.Join(report, "\n"))
+	t.Logf("agent, %d pods at once, containerd's disk at %+v:\n%s", pods, testnode.SmallCloudDisk, strings.Join(report, "\n"))
 }
 
 // quantile is the q-quantile of ds (nearest rank), 0 for none.
