@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the real Kubernetes consumers the tests run against: kubelet and
-# kube-apiserver v1.37.2, built from the k8s.io/kubernetes module on the Go
-# module proxy, and etcd v3.6.16, into SYNCPOD_NODE_BIN (default
+# Installs the real Kubernetes consumers the tests run against: kubelet,
+# kube-apiserver, kube-controller-manager and kubectl v1.37.2, built from the
+# k8s.io/kubernetes module on the Go module proxy in one go build (the four
+# share most of their packages), and etcd v3.6.16, into SYNCPOD_NODE_BIN (default
 # $HOME/.cache/syncpod/node/bin). Cached: binaries already there at the right
 # version are kept, so a second run takes a second.
 #
@@ -25,7 +26,7 @@ want="kubernetes=$KUBE etcd=$ETCD"
 
 have_all() {
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] || return 1
-  for b in kubelet kube-apiserver etcd; do
+  for b in kubelet kube-apiserver kube-controller-manager kubectl etcd; do
     [ -x "$bin/$b" ] || return 1
   done
 }
@@ -69,11 +70,11 @@ rm -rf "$src/vendor" "$src/go.work" "$src/go.work.sum"
 
 ver="-X k8s.io/component-base/version.gitVersion=$KUBE -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
 ver="$ver -X k8s.io/client-go/pkg/version.gitVersion=$KUBE -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.buildDate=1970-01-01T00:00:00Z"
-echo "building kubelet and kube-apiserver $KUBE (the first build takes about half an hour on 2 cores)"
+echo "building kubelet, kube-apiserver, kube-controller-manager and kubectl $KUBE (the first build takes about half an hour on 2 cores)"
 (
   cd "$src"
   GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0 go build -trimpath -tags selinux,notest,grpcnotrace \
-    -ldflags "all=-s -w $ver" -o "$bin/" ./cmd/kubelet ./cmd/kube-apiserver
+    -ldflags "all=-s -w $ver" -o "$bin/" ./cmd/kubelet ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl
 )
 
 echo "building etcd $ETCD"
@@ -101,6 +102,7 @@ EOF
 )
 
 "$bin/kubelet" --version
+"$bin/kubectl" version --client | sed -n 1p
 "$bin/etcd" --version | sed -n 1p
 echo "$want" >"$stamp"
 echo "kubernetes binaries installed in $bin in $(( $(date +%s) - start )) s"

@@ -33,7 +33,9 @@
 //     events. Otherwise it fails with *StaleError (codes.Unavailable for a
 //     gRPC caller), which wraps the runtime's last error, and Health says
 //     the same. A runtime that stops answering is reported, never hidden
-//     behind a frozen world.
+//     behind a frozen world. WithStaleReads keeps reads answered from the
+//     last data past the bound, for a caller that reports the runtime down
+//     by another path; Health still fails.
 //   - Read-your-writes: after SandboxChanged / ContainerChanged /
 //     SandboxRemoved / ContainerRemoved return, every read that begins
 //     later reflects that mutation. Changes are confirmed in the

@@ -18,6 +18,7 @@ type config struct {
 	relistPeriod  time.Duration
 	maxStaleness  time.Duration
 	statusTimeout time.Duration
+	staleReads    bool
 	clock         clock.WithTicker
 	logger        *zap.Logger
 }
@@ -56,6 +57,19 @@ func WithRelistPeriod(d time.Duration) Option {
 // runtime's worst List latency. It must be positive.
 func WithMaxStaleness(d time.Duration) Option {
 	return func(c *config) { c.maxStaleness = d }
+}
+
+// WithStaleReads sets what a read returns once the data is older than the
+// staleness bound (default false: it fails with *StaleError). With true it
+// returns the last data the view holds, as it would within the bound, and
+// stops waiting for unconfirmed mutations at the bound (so a mutation the
+// runtime could not confirm may be missing from it); Health still reports
+// the *StaleError. Use it only when the caller tells its own clients, by
+// another path, that the runtime does not answer: a CRI proxy whose Status
+// says RuntimeReady false keeps the kubelet's relist answered while the
+// kubelet marks the node NotReady for the runtime, not for its PLEG.
+func WithStaleReads(enabled bool) Option {
+	return func(c *config) { c.staleReads = enabled }
 }
 
 // WithStatusTimeout bounds each status call made to confirm a mutation

@@ -207,7 +207,8 @@ func (v *View) freshLocked(now time.Time) error {
 // is guaranteed to contain. The items are shared: do not modify them.
 //
 // It fails with ErrClosed after Close, an *ArgError for a nil ctx, a
-// *StaleError (codes.Unavailable) when the data is too old, and, when ctx
+// *StaleError (codes.Unavailable) when the data is too old (unless
+// WithStaleReads), and, when ctx
 // ends while it waits, an error that unwraps to ctx.Err() with the gRPC
 // code Canceled or DeadlineExceeded.
 func (v *View) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
@@ -294,7 +295,7 @@ func (v *View) ready(ctx context.Context, method string) error {
 		if !pending {
 			err := v.freshLocked(v.cfg.clock.Now())
 			v.mu.Unlock()
-			if err != nil {
+			if err != nil && !v.cfg.staleReads {
 				return fmt.Errorf("runtimeview: %s: %w", method, err)
 			}
 			return nil
@@ -303,6 +304,9 @@ func (v *View) ready(ctx context.Context, method string) error {
 		// answer must not hold the read past the staleness bound.
 		if err := v.freshLocked(v.cfg.clock.Now()); err != nil {
 			v.mu.Unlock()
+			if v.cfg.staleReads {
+				return nil
+			}
 			return fmt.Errorf("runtimeview: %s: waiting for a mutation to be confirmed: %w", method, err)
 		}
 		updated := v.updated

@@ -194,6 +194,49 @@ func TestStaleness(t *testing.T) {
 	}
 }
 
+// With WithStaleReads a view past its bound keeps answering from its last
+// data, also a read that waits for a confirmation the runtime cannot make,
+// while Health reports the *StaleError.
+func TestStaleReads(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	srv, c, v := setup(t, nil, runtimeview.WithClock(clk), runtimeview.WithRelistPeriod(time.Second),
+		runtimeview.WithMaxStaleness(5*time.Second), runtimeview.WithStaleReads(true))
+	ctx := ctxT(t)
+	id, err := c.RunPodSandbox(ctx, sbConfig("held"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.SandboxChanged(id)
+	if got, err := v.ListPodSandbox(ctx, nil); err != nil || len(got) != 1 {
+		t.Fatalf("before the fault: %v %v", got, err)
+	}
+	srv.Runtime().SetErrorRate("ListPodSandbox", 1, codes.Unavailable)
+	srv.Runtime().SetErrorRate("ListContainers", 1, codes.Unavailable)
+	srv.Runtime().SetErrorRate("PodSandboxStatus", 1, codes.Unavailable)
+	for i := 0; i < 6; i++ {
+		n := v.Stats().Relists
+		clk.Step(time.Second)
+		waitFor(t, "a relist", func() bool { return v.Stats().Relists > n })
+	}
+	var se *runtimeview.StaleError
+	if err := v.Health(); !errors.As(err, &se) || se.Age <= se.Bound {
+		t.Fatalf("Health past the bound: %v", err)
+	}
+	got, err := v.ListPodSandbox(ctx, nil)
+	if err != nil || len(got) != 1 || got[0].GetId() != id {
+		t.Fatalf("stale read: %v %v, want the held sandbox", got, err)
+	}
+	// A mutation the runtime cannot confirm does not hold a read past the
+	// bound: it returns what the view holds.
+	v.SandboxChanged(id)
+	if got, err := v.ListPodSandbox(ctx, nil); err != nil || len(got) != 1 {
+		t.Fatalf("stale read with a confirmation pending: %v %v", got, err)
+	}
+	if _, err := v.ListContainers(ctx, nil); err != nil {
+		t.Fatalf("stale ListContainers: %v", err)
+	}
+}
+
 // A subscriber that stops reading is ended with ErrOverflow; the others
 // get every event, and the runtime dropped none.
 func TestSlowSubscriberOverflows(t *testing.T) {

@@ -105,11 +105,28 @@ func BenchmarkBurst(b *testing.B) {
 
 // The scenarios on real containerd 2.4.2 with a loopback registry (pods
 // scaled down for a 2-core node), each run by the real kubelet (static
-// pods), then by the agent in baseline and in syncpod mode, on the same
-// containerd, every image removed before each run. Run with
+// pods) in every kubeletColumns column (defaults, tuned, tuned on a tuned
+// containerd), then by the agent in baseline and in syncpod mode, on the
+// same containerd, every image removed before each run. Run with
 // -run '^$' -bench RealNodeScenarios -benchtime 1x; SYNCPOD_BENCH_SCENARIOS
-// (a comma list: burst,big-image,no-big-image,churn) picks some.
+// (a comma list: burst,big-image,no-big-image,churn) picks some,
+// SYNCPOD_BENCH_MODES (a comma list of kubelet, kubelet-tuned,
+// kubelet-tuned-cd, baseline, syncpod) some modes, and SYNCPOD_BENCH_RUNS
+// repeats each scenario's modes that many times, in alternating order
+// (modeOrder), reporting each figure's median and min-max.
 func BenchmarkRealNodeScenarios(b *testing.B) {
+	runs, err := benchRuns()
+	if err != nil {
+		b.Fatal(err)
+	}
+	modes := []string{}
+	for _, c := range kubeletColumns {
+		modes = append(modes, c.Mode)
+	}
+	modes = append(modes, string(agent.ModeBaseline), string(agent.ModeSyncPod))
+	if only := os.Getenv("SYNCPOD_BENCH_MODES"); only != "" {
+		modes = splitList(only)
+	}
 	n := testnode.Start(b)
 	var imgs []string
 	for i, repo := range []string{"bench/a", "bench/b", "bench/c", "bench/d"} {
@@ -136,36 +153,56 @@ func BenchmarkRealNodeScenarios(b *testing.B) {
 			if sc.Name == "big-image" {
 				cfg.real = &bigReal
 			}
-			removeImages(b, n, all)
-			kr := runKubeletScenario(b, n, sc, cfg.real, cfg.timeout)
-			starts = append(starts, kr)
-			b.ReportMetric(float64(kr.P99.Milliseconds()), sc.Name+"-kubelet-p99-ms")
-			for _, mode := range []agent.Mode{agent.ModeBaseline, agent.ModeSyncPod} {
-				removeImages(b, n, all)
-				rs := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string { return ns + "/" + name })
-				var stop func()
-				cfg.applied = rs.apply
-				cfg.settled = func() { stop() }
-				stop = rs.watch(context.Background(), 250*time.Millisecond)
-				r, err := runScenario(context.Background(), sc, mode, cfg)
-				if err != nil {
-					b.Fatal(err)
+			for run := range runs {
+				for _, mode := range modeOrder(modes, run) {
+					removeImages(b, n, all)
+					sr, r := runRealNodeMode(b, n, mode, sc, cfg)
+					starts = append(starts, sr)
+					if r != nil {
+						results = append(results, *r)
+					}
 				}
-				results = append(results, r)
-				pods := cfg.real.rewrite(sc.Pods)
-				measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
-				sr := newStartResult(sc.Name, string(mode), r.Pods, rs.startups(pods, measured), r.TimedOut)
-				starts = append(starts, sr)
-				b.ReportMetric(float64(sr.P99.Milliseconds()), sc.Name+"-"+string(mode)+"-p99-ms")
 			}
+		}
+		sums := summarizeStarts(starts)
+		for _, s := range sums {
+			b.ReportMetric(float64(s.P99.Median.Milliseconds()), s.Scenario+"-"+s.Mode+"-p99-ms")
 		}
 		var table bytes.Buffer
 		fmt.Fprintf(&table, "pod startup from containerd's container start times (kubelet %s, static pods):\n", kubelethost.Version)
-		printStartTable(&table, starts)
+		if runs == 1 {
+			printStartTable(&table, starts)
+		} else {
+			fmt.Fprintf(&table, "median (min-max) of %d runs, modes in alternating order:\n", runs)
+			printStartSummary(&table, sums)
+		}
 		fmt.Fprintf(&table, "\nthe agent's own view of its runs:\n")
 		printTable(&table, results, 1, n.Endpoint)
 		fmt.Fprint(os.Stdout, "\n"+table.String()) // b.Log would truncate the table
 	}
+}
+
+// runRealNodeMode runs sc once in mode, a kubelet column or an agent
+// mode, on n; the agent's own Result too for an agent mode.
+func runRealNodeMode(b *testing.B, n *testnode.Node, mode string, sc Scenario, cfg runConfig) (startResult, *Result) {
+	if col, ok := kubeletColumnByMode(mode); ok {
+		return runKubeletScenario(b, n, col, sc, cfg.real, cfg.timeout), nil
+	}
+	if mode != string(agent.ModeBaseline) && mode != string(agent.ModeSyncPod) {
+		b.Fatalf("unknown mode %q", mode)
+	}
+	rs := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string { return ns + "/" + name })
+	var stop func()
+	cfg.applied = rs.apply
+	cfg.settled = func() { stop() }
+	stop = rs.watch(context.Background(), 250*time.Millisecond)
+	r, err := runScenario(context.Background(), sc, agent.Mode(mode), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods := cfg.real.rewrite(sc.Pods)
+	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	return newStartResult(sc.Name, mode, r.Pods, rs.startups(pods, measured), r.TimedOut), &r
 }
 
 // Every cpu-burst mode starts every pod on the simulated 2-core node.
@@ -330,8 +367,9 @@ func TestCPUBurstAdmissionKeepsArrivalOrder(t *testing.T) {
 }
 
 // cpu-burst on real containerd 2.4.2: 50 pods x 3 containers, image
-// present, every mode in one run, the real kubelet's static pods first,
-// after a warm-up burst (SYNCPOD_CPUBURST_WARMUP=0 leaves it out). Run with
+// present, every mode in one run, the real kubelet's static pods first (at
+// its defaults, then tuned), after a warm-up burst
+// (SYNCPOD_CPUBURST_WARMUP=0 leaves it out). Run with
 // -run '^$' -bench RealNodeCPUBurst -benchtime 1x.
 func BenchmarkRealNodeCPUBurst(b *testing.B) {
 	n := testnode.Start(b)
@@ -344,7 +382,9 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real,
 		external: kubeletExternal(b, n), traceAdmission: os.Getenv("SYNCPOD_BENCH_LOG") != "",
 		admission: os.Getenv("SYNCPOD_CPUBURST_ADMISSION")}
-	modes := append([]string{"kubelet"}, cpuBurstModes...)
+	// The image is present: the containerd-tuned column would measure
+	// nothing more than kubelet-tuned.
+	modes := append([]string{"kubelet", "kubelet-tuned"}, cpuBurstModes...)
 	if only := os.Getenv("SYNCPOD_CPUBURST_MODES"); only != "" {
 		modes = strings.Split(only, ",") // e.g. all-at-once,syncpod
 	}

@@ -30,7 +30,8 @@ import (
 // a real containerd), run five ways in one process:
 //
 //	kubelet      a real kubelet's static pods (real-node benchmark only; measured
-//	             from containerd's container start times)
+//	             from containerd's container start times); kubelet-tuned the
+//	             same kubelet tuned for a burst
 //	serial       one pod after another, one container after another (a kubelet-like ideal of no overlap)
 //	all-at-once  every pod at once, each pod's containers at once
 //	baseline     the agent in baseline mode
@@ -210,8 +211,9 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 		return res, fmt.Errorf("pods of an earlier run: %w", err)
 	}
 
-	if mode == "kubelet" && rc.external == nil {
-		return res, fmt.Errorf("mode kubelet needs a kubelet to run the pods")
+	external := isKubeletMode(mode)
+	if external && rc.external == nil {
+		return res, fmt.Errorf("mode %s needs a kubelet to run the pods", mode)
 	}
 	probeStop := make(chan struct{})
 	var probeWG sync.WaitGroup
@@ -264,10 +266,10 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	var startups []time.Duration
 	cpu0, cpuErr := processCPU()
 	t0 := time.Now()
-	switch mode {
-	case "kubelet":
-		startups, res.TimedOut, err = rc.external(ctx, pods, deadline)
-	case "serial", "all-at-once":
+	switch {
+	case external:
+		startups, res.TimedOut, err = rc.external(ctx, mode, pods, deadline)
+	case mode == "serial" || mode == "all-at-once":
 		startups, res.Order, res.TimedOut = runRaw(ctx, client, pods, mode == "serial", deadline, rc.log)
 	default:
 		startups, res.Order, res.TimedOut, res.AdmissionBound, err = runAgent(ctx, client, pods, mode, rc, deadline, nodeCPU)
@@ -280,8 +282,8 @@ func runCPUBurstMode(ctx context.Context, rc runConfig, endpoint, mode string, p
 	if cpu1, err := processCPU(); err == nil && cpuErr == nil {
 		res.ProcessCPU = cpu1 - cpu0
 	}
-	byRuntime := startups // the kubelet mode's are read from the runtime already
-	if mode != "kubelet" {
+	byRuntime := startups // the kubelet modes' are read from the runtime already
+	if !external {
 		if byRuntime, err = startedByRuntime(ctx, client, pods, t0); err != nil {
 			return res, err
 		}
@@ -597,6 +599,12 @@ func allAtOnceAround(results []CPUResult, i int) (all CPUResult, around string) 
 }
 
 // ratio is a / b, or 0 where nothing was measured for b.
+// isKubeletMode reports whether mode is run by a real kubelet outside
+// this process ("kubelet", "kubelet-tuned", ...).
+func isKubeletMode(mode string) bool {
+	return mode == "kubelet" || strings.HasPrefix(mode, "kubelet-")
+}
+
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {
 		return 0

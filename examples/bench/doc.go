@@ -69,5 +69,9 @@
 // runtime, with --images standing in for the simulated images (round robin)
 // and --init-command/--app-command as the containers' commands; there is no
 // lower bound there. BenchmarkRealNodeScenarios in bench_test.go does that
-// on a private containerd 2.4.2 with a loopback registry (internal/testnode).
+// on a private containerd 2.4.2 with a loopback registry (internal/testnode),
+// beside the real kubelet at its defaults, tuned for a burst, and tuned on a
+// containerd with more downloads at once; SYNCPOD_BENCH_RUNS repeats each
+// scenario's modes in alternating order and reports each figure's median
+// and min-max.
 package main

@@ -72,9 +72,10 @@ type runConfig struct {
 	// agent stops and removes its pods.
 	settled func()
 	// external, when set, runs pods with an orchestrator outside this
-	// process (the cpu-burst's "kubelet" mode): it returns each started
-	// pod's startup and whether the deadline passed first.
-	external func(ctx context.Context, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error)
+	// process (the cpu-burst's kubelet modes, named "kubelet" and
+	// "kubelet-..."; mode says which): it returns each started pod's
+	// startup and whether the deadline passed first.
+	external func(ctx context.Context, mode string, pods []*corev1.Pod, deadline time.Time) ([]time.Duration, bool, error)
 }
 
 func (rc runConfig) apply(a *agent.Agent, u agent.PodUpdate) {

@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -25,7 +24,8 @@ import (
 )
 
 // Versions the package is written for (their flags); hack/install-kube.sh
-// installs them.
+// installs them. kube-controller-manager and kubectl are APIServerVersion
+// too.
 const (
 	APIServerVersion = "v1.37.2"
 	EtcdVersion      = "v3.6.16"
@@ -37,10 +37,11 @@ const (
 )
 
 const installHint = "install them with: bash hack/install-kube.sh (from the repository root; " +
-	"or point " + testnode.EnvBinDir + " at a directory holding etcd and kube-apiserver)"
+	"or point " + testnode.EnvBinDir + " at a directory holding etcd, kube-apiserver, kube-controller-manager and kubectl)"
 
-// ControlPlane is a running etcd and kube-apiserver on 127.0.0.1. Create it
-// with New or Start; its exported fields are read-only.
+// ControlPlane is a running etcd and kube-apiserver on 127.0.0.1, and
+// kube-controller-manager with WithRealCluster. Create it with New or
+// Start; its exported fields are read-only.
 type ControlPlane struct {
 	// URL is the API server's address, "https://127.0.0.1:PORT".
 	URL string
@@ -51,28 +52,36 @@ type ControlPlane struct {
 	CAData []byte
 	// EtcdURL is etcd's client address, "http://127.0.0.1:PORT".
 	EtcdURL string
-	// Dir holds everything both processes write: data, certificates, logs.
-	// Close removes it.
+	// KubeconfigPath is a kubeconfig file for the admin user (what
+	// Kubeconfig returns), ready for kubectl --kubeconfig or any client
+	// that reads one. It is in Dir.
+	KubeconfigPath string
+	// Dir holds everything the processes write: data, certificates,
+	// kubeconfigs, logs. Close removes it.
 	Dir string
 
 	cfg      config
 	apiBin   string
+	binDir   string
 	apiArgs  []string
 	insecure *http.Client // for readiness before the certificate exists
 	verified *http.Client // GetJSON's: trusts CAData only
 
-	mu        sync.Mutex // guards api and closed
-	etcd, api *process
-	closed    bool
+	mu             sync.Mutex // guards api, kcm and closed
+	etcd, api, kcm *process
+	closed         bool
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // New starts etcd, then kube-apiserver, and waits until the API server's
-// /readyz says ok. Missing binaries give an error wrapping ErrUnavailable,
-// bad options a *ConfigError, a process that exits or does not get ready a
-// *StartError. Nothing is left running or on disk when New fails.
+// /readyz says ok; with WithRealCluster it then starts
+// kube-controller-manager and waits until its /healthz says ok and the
+// default ServiceAccount exists. Missing binaries give an error wrapping
+// ErrUnavailable, bad options a *ConfigError, a process that exits or does
+// not get ready a *StartError. Nothing is left running or on disk when New
+// fails.
 func New(opts ...Option) (*ControlPlane, error) {
 	c := config{binDir: defaultBinDir(), startTimeout: 2 * time.Minute, stopTimeout: 10 * time.Second}
 	for _, o := range opts {
@@ -84,7 +93,11 @@ func New(opts ...Option) (*ControlPlane, error) {
 		return nil, c.err
 	}
 	bins := map[string]string{}
-	for _, name := range []string{etcdName, apiServerName} {
+	names := []string{etcdName, apiServerName}
+	if c.realCluster {
+		names = append(names, controllerManagerName)
+	}
+	for _, name := range names {
 		bin := filepath.Join(c.binDir, name)
 		if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			return nil, fmt.Errorf("%w: no %s binary at %s; %s", ErrUnavailable, name, bin, installHint)
@@ -118,25 +131,33 @@ func defaultBinDir() string {
 	return filepath.Join(home, ".cache", "syncpod", "node", "bin")
 }
 
-// launch prepares dir and starts both processes; on error the returned
+// launch prepares dir and starts the processes; on error the returned
 // ControlPlane (if any) holds what must be stopped.
 func launch(dir string, bins map[string]string, c config) (*ControlPlane, error) {
 	if err := testnode.WriteOwner(dir); err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
+	etcdPort, peerPort, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
 	token, err := randomHex(16)
+	if err != nil {
+		return nil, err
+	}
+	kcmToken, err := randomHex(16)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeServiceAccountKeys(dir); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+	tokens := token + ",admin,admin,system:masters\n"
+	if c.realCluster {
+		tokens += kcmToken + "," + controllerManagerUser + "," + controllerManagerUser + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600); err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
 	cp := &ControlPlane{
@@ -146,6 +167,7 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		Dir:     dir,
 		cfg:     c,
 		apiBin:  bins[apiServerName],
+		binDir:  c.binDir,
 		insecure: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // readiness only: CAData is read once the server has written it
 		}},
@@ -169,6 +191,10 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		return cp, cp.startError(cp.etcd, err)
 	}
 	certDir := filepath.Join(dir, "certs")
+	admission := "--disable-admission-plugins=ServiceAccount"
+	if c.realCluster {
+		admission = "--enable-admission-plugins=ServiceAccount"
+	}
 	cp.apiArgs = append([]string{
 		"--etcd-servers=" + cp.EtcdURL,
 		"--bind-address=127.0.0.1",
@@ -178,12 +204,12 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		"--cert-dir=" + certDir,
 		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-issuer=" + serviceAccountIssuer,
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--enable-priority-and-fairness=false",
-		"--disable-admission-plugins=ServiceAccount",
+		admission,
 		"--allow-privileged=true",
 		"--profiling=false",
 	}, c.extraFlags...)
@@ -202,6 +228,15 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 	cp.verified = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 	}}
+	cp.KubeconfigPath = filepath.Join(dir, "admin.kubeconfig")
+	if err := os.WriteFile(cp.KubeconfigPath, cp.Kubeconfig(), 0o600); err != nil {
+		return cp, fmt.Errorf("controlplane: %w", err)
+	}
+	if c.realCluster {
+		if err := cp.startControllerManager(bins[controllerManagerName], kcmToken, kcmPort); err != nil {
+			return cp, err
+		}
+	}
 	return cp, nil
 }
 
@@ -273,7 +308,8 @@ var errZero = errors.New("controlplane: a zero ControlPlane cannot be used; use 
 // RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again on
 // the same port, certificate and etcd, returning once it is ready: what a
 // client sees during an API server upgrade or crash. etcd keeps running,
-// so nothing stored is lost.
+// so nothing stored is lost; kube-controller-manager, with
+// WithRealCluster, keeps running and reconnects.
 func (cp *ControlPlane) RestartAPIServer() error {
 	if cp == nil || cp.apiBin == "" {
 		return errZero
@@ -302,27 +338,12 @@ func (cp *ControlPlane) Kubeconfig() []byte {
 	if cp == nil || cp.apiBin == "" {
 		return nil
 	}
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: controlplane
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: admin
-  user:
-    token: %s
-contexts:
-- name: controlplane
-  context:
-    cluster: controlplane
-    user: admin
-current-context: controlplane
-`, cp.URL, base64.StdEncoding.EncodeToString(cp.CAData), cp.Token)
+	return kubeconfigYAML(cp.URL, cp.CAData, "admin", cp.Token)
 }
 
-// LogPaths returns the log files of etcd and kube-apiserver.
+// LogPaths returns the log files of etcd and kube-apiserver;
+// kube-controller-manager's, with WithRealCluster, is
+// kube-controller-manager.log beside them.
 func (cp *ControlPlane) LogPaths() (etcd, apiServer string) {
 	if cp == nil || cp.apiBin == "" {
 		return "", ""
@@ -330,7 +351,8 @@ func (cp *ControlPlane) LogPaths() (etcd, apiServer string) {
 	return filepath.Join(cp.Dir, etcdName+".log"), filepath.Join(cp.Dir, apiServerName+".log")
 }
 
-// Close stops kube-apiserver, then etcd (SIGTERM, then SIGKILL after the
+// Close stops kube-controller-manager (with WithRealCluster), then
+// kube-apiserver, then etcd (SIGTERM, then SIGKILL after the
 // stop timeout), waits for both and removes Dir. Close is idempotent; later
 // calls return what the first returned.
 func (cp *ControlPlane) Close() error {
@@ -355,9 +377,12 @@ func (cp *ControlPlane) Close() error {
 
 func (cp *ControlPlane) stopAll() {
 	cp.mu.Lock()
-	api, etcd := cp.api, cp.etcd
+	kcm, api, etcd := cp.kcm, cp.api, cp.etcd
 	cp.mu.Unlock()
 	stopTimeout := cp.cfg.stopTimeout
+	if kcm != nil {
+		kcm.stop(stopTimeout)
+	}
 	if api != nil {
 		api.stop(stopTimeout)
 	}

@@ -29,7 +29,7 @@ func (e *ConfigError) Error() string {
 // ready: it exited, or did not answer in time. LogTail holds the end of its
 // log, which usually says why.
 type StartError struct {
-	// Process is "etcd" or "kube-apiserver".
+	// Process is "etcd", "kube-apiserver" or "kube-controller-manager".
 	Process string
 	// Dir is the control plane's directory.
 	Dir string

@@ -3,6 +3,9 @@ package controlplane_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +34,21 @@ func TestMissingBinariesAreUnavailable(t *testing.T) {
 	}
 }
 
+// WithRealCluster needs kube-controller-manager as well, and says so
+// before anything is started.
+func TestRealClusterWithoutControllerManagerIsUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := controlplane.New(controlplane.WithBinDir(dir), controlplane.WithRealCluster())
+	if !errors.Is(err, controlplane.ErrUnavailable) || !strings.Contains(err.Error(), "kube-controller-manager") {
+		t.Fatalf("New(WithRealCluster) without kube-controller-manager = %v, want ErrUnavailable naming it", err)
+	}
+}
+
 func TestZeroControlPlaneSaysUseNew(t *testing.T) {
 	var zero controlplane.ControlPlane
 	var nilCP *controlplane.ControlPlane
@@ -47,6 +65,9 @@ func TestZeroControlPlaneSaysUseNew(t *testing.T) {
 		var out map[string]any
 		if err := cp.GetJSON(context.Background(), "/api/v1/nodes", &out); err == nil {
 			t.Error("GetJSON on a zero ControlPlane succeeded")
+		}
+		if _, err := cp.Kubectl(context.Background(), "version"); err == nil {
+			t.Error("Kubectl on a zero ControlPlane succeeded")
 		}
 		if cp.Kubeconfig() != nil {
 			t.Error("Kubeconfig on a zero ControlPlane returned one")

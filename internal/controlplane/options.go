@@ -14,6 +14,7 @@ type config struct {
 	startTimeout time.Duration
 	stopTimeout  time.Duration
 	extraFlags   []string
+	realCluster  bool
 	err          error
 }
 
@@ -73,4 +74,22 @@ func WithAPIServerFlags(flags ...string) Option {
 		}
 		c.extraFlags = append(c.extraFlags, flags...)
 	}
+}
+
+// WithRealCluster runs the control plane as a real cluster does: the
+// ServiceAccount admission plugin is on, and kube-controller-manager runs
+// beside the API server with its own user, kubeconfig and serving
+// certificate, running the serviceaccount, serviceaccount-token,
+// root-ca-certificate-publisher, namespace, garbage-collector, deployment,
+// replicaset and job controllers, each with its own service-account
+// credentials. Every namespace then gets its default
+// ServiceAccount and its kube-root-ca.crt ConfigMap, service-account
+// tokens are issued and verified, Deployments, ReplicaSets and Jobs create
+// Pods, the garbage collector follows owner references and deleted
+// namespaces are emptied and removed. New returns once the default
+// ServiceAccount of the default namespace exists, so a pod can be created
+// at once. Without this option no controller-manager runs and pods are
+// admitted without a service account.
+func WithRealCluster() Option {
+	return func(c *config) { c.realCluster = true }
 }

@@ -111,6 +111,17 @@ func TestRealNodeControlPlane(t *testing.T) {
 		t.Fatalf("Kubeconfig misses the URL or token:\n%s", cp.Kubeconfig())
 	}
 
+	if out, err := cp.Kubectl(context.Background(), "get", "namespace", "default", "-o", "name"); err != nil || strings.TrimSpace(string(out)) != "namespace/default" {
+		t.Fatalf("kubectl get namespace default = %q, %v", out, err)
+	}
+	if kc, err := os.ReadFile(cp.KubeconfigPath); err != nil || !bytes.Equal(kc, cp.Kubeconfig()) {
+		t.Fatalf("KubeconfigPath %s holds %q (%v), want Kubeconfig's", cp.KubeconfigPath, kc, err)
+	}
+	//lint:ignore SA1012 a nil ctx is the misuse under test
+	if _, err := cp.Kubectl(nil, "version"); err == nil { //nolint:staticcheck
+		t.Fatal("Kubectl with a nil ctx succeeded")
+	}
+
 	if err := cp.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +136,8 @@ func TestRealNodeControlPlane(t *testing.T) {
 	}
 	if err := cp.GetJSON(context.Background(), "/api/v1/namespaces", &got); !errors.Is(err, controlplane.ErrClosed) {
 		t.Fatalf("GetJSON after Close = %v, want ErrClosed", err)
+	}
+	if _, err := cp.Kubectl(context.Background(), "version"); !errors.Is(err, controlplane.ErrClosed) {
+		t.Fatalf("Kubectl after Close = %v, want ErrClosed", err)
 	}
 }

@@ -24,7 +24,7 @@ func reapStale() {
 			if !testnode.OwnerGone(dir) {
 				continue
 			}
-			for _, name := range []string{apiServerName, etcdName} {
+			for _, name := range []string{controllerManagerName, apiServerName, etcdName} {
 				testnode.KillRecorded(filepath.Join(dir, name+".pid"), dir)
 			}
 			_ = os.RemoveAll(dir)

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/syncpod/syncpod/internal/testnode"
@@ -28,10 +30,18 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 			etcdLog, apiLog := cp.LogPaths()
 			t.Logf("controlplane: etcd log tail:\n%s", testnode.LogTail(etcdLog, 20))
 			t.Logf("controlplane: kube-apiserver log tail:\n%s", testnode.LogTail(apiLog, 40))
+			if kcmLog := filepath.Join(cp.Dir, controllerManagerName+".log"); fileExists(kcmLog) {
+				t.Logf("controlplane: kube-controller-manager log tail:\n%s", testnode.LogTail(kcmLog, 40))
+			}
 		}
 		if err := cp.Close(); err != nil {
 			t.Errorf("controlplane: %v", err)
 		}
 	})
 	return cp
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -89,3 +89,23 @@ func (k *Kubelet) Metrics(ctx context.Context) (string, error) {
 	}
 	return body, nil
 }
+
+// Configz returns the kubelet's /configz page (JSON: {"kubeletconfig":
+// {...}}), the configuration it runs with after its defaults were applied,
+// read from its secure port.
+func (k *Kubelet) Configz(ctx context.Context) (string, error) {
+	if ctx == nil {
+		return "", &ArgError{Method: "Configz", Arg: "ctx", Reason: "must not be nil"}
+	}
+	if err := k.usable(); err != nil {
+		return "", err
+	}
+	code, body, err := get(ctx, fmt.Sprintf("https://127.0.0.1:%d/configz", k.Port))
+	if err != nil {
+		return "", fmt.Errorf("kubelethost: configz: %w", err)
+	}
+	if code != http.StatusOK {
+		return "", fmt.Errorf("kubelethost: configz: %d %s", code, strings.TrimSpace(body))
+	}
+	return body, nil
+}

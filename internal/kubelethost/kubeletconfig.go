@@ -93,6 +93,15 @@ func kubeletConfig(c *config, l layout, p ports, endpoint string) ([]byte, error
 	if c.maxRestart > 0 {
 		kc["crashLoopBackOff"] = map[string]any{"maxContainerRestartPeriod": c.maxRestart.String()}
 	}
+	if c.parallelPulls != nil {
+		kc["serializeImagePulls"] = false
+		if *c.parallelPulls > 0 {
+			kc["maxParallelImagePulls"] = *c.parallelPulls
+		}
+	}
+	if c.pullQPS != nil {
+		kc["registryPullQPS"] = *c.pullQPS
+	}
 	if len(c.featureGates) > 0 {
 		kc["featureGates"] = c.featureGates
 	}

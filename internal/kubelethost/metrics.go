@@ -25,8 +25,12 @@ const (
 	// seeing a pod to the pod running.
 	PodStartMetric = "kubelet_pod_start_duration_seconds"
 	// PLEGLastSeenMetric is the gauge holding the Unix time of the PLEG's
-	// last relist; the kubelet calls the PLEG unhealthy when it is older
-	// than 3 minutes.
+	// last successful relist, as of the last time the kubelet checked its
+	// PLEG's health (its sync loop and node status do, every few seconds):
+	// while those are blocked it is not updated, so its age is the time
+	// since a health check saw a relist, not since the PLEG relisted
+	// (RelistIntervalMetric). The kubelet calls the PLEG unhealthy when
+	// the relist is older than 3 minutes.
 	PLEGLastSeenMetric = "kubelet_pleg_last_seen_seconds"
 )
 

@@ -15,6 +15,8 @@ type config struct {
 	imageEndpoint string
 	featureGates  map[string]bool
 	maxRestart    time.Duration
+	parallelPulls *int // WithParallelImagePulls; nil: the kubelet's serial pulls
+	pullQPS       *int // WithRegistryPullQPS; nil: the kubelet's 5
 	verbosity     int
 	startTimeout  time.Duration
 	stopTimeout   time.Duration
@@ -82,6 +84,35 @@ func WithFeatureGate(name string, enabled bool) Option {
 			c.featureGates = map[string]bool{}
 		}
 		c.featureGates[name] = enabled
+	}
+}
+
+// WithParallelImagePulls lets the kubelet pull images in parallel
+// (serializeImagePulls: false), at most n at once (maxParallelImagePulls;
+// 0 = no limit, the kubelet's own default once pulls are not serial). A
+// negative n is refused. Without this option the kubelet pulls one image
+// at a time.
+func WithParallelImagePulls(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.refuse("WithParallelImagePulls", "%d is negative", n)
+			return
+		}
+		c.parallelPulls = &n
+	}
+}
+
+// WithRegistryPullQPS limits the kubelet's image pulls to qps a second
+// (registryPullQPS, with the kubelet's burst of 10; 0 = no limit). A
+// negative qps is refused. Without this option the kubelet's default of 5
+// holds, and a pull over it fails rather than waits.
+func WithRegistryPullQPS(qps int) Option {
+	return func(c *config) {
+		if qps < 0 {
+			c.refuse("WithRegistryPullQPS", "%d is negative", qps)
+			return
+		}
+		c.pullQPS = &qps
 	}
 }
 

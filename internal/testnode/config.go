@@ -63,9 +63,10 @@ func (n *Node) containerdConfig(o *options) (string, error) {
 		return "", fmt.Errorf("containerd config default: %w", err)
 	}
 	const (
-		images  = "plugins.'io.containerd.cri.v1.images'"
-		runtime = "plugins.'io.containerd.cri.v1.runtime'"
-		runc    = runtime + ".containerd.runtimes.runc"
+		images   = "plugins.'io.containerd.cri.v1.images'"
+		runtime  = "plugins.'io.containerd.cri.v1.runtime'"
+		runc     = runtime + ".containerd.runtimes.runc"
+		transfer = "plugins.'io.containerd.transfer.v1.local'"
 	)
 	edits := []tomlEdit{
 		{"", "root", quote(n.path("root"))},
@@ -73,7 +74,13 @@ func (n *Node) containerdConfig(o *options) (string, error) {
 		{"", "temp", quote(n.path("tmp"))},
 		{"", "imports", "[]"},
 		{"debug", "level", quote(o.logLevel)},
-		{images, "max_concurrent_downloads", strconv.Itoa(o.maxConcurrentDownloads)},
+		// containerd's default, always: since 2.1 a CRI
+		// max_concurrent_downloads other than 3 silently switches the CRI
+		// to its local pull path. The CRI pulls through the transfer
+		// service, whose own key (below) caps its downloads.
+		{images, "max_concurrent_downloads", "3"},
+		{images, "use_local_image_pull", "false"},
+		{transfer, "max_concurrent_downloads", strconv.Itoa(o.maxConcurrentDownloads)},
 		{images + ".pinned_images", "sandbox", quote(n.PauseImage)},
 		{images + ".registry", "config_path", quote(n.path("certs.d"))},
 		// Required here: no CAP_SYS_RESOURCE, so without it every
@@ -92,7 +99,7 @@ func (n *Node) containerdConfig(o *options) (string, error) {
 		{"plugins.'io.containerd.nri.v1.nri'", "socket_path", quote(n.path("nri.sock"))},
 		{"plugins.'io.containerd.server.v1.grpc'", "address", quote(n.socket)},
 		{"plugins.'io.containerd.server.v1.ttrpc'", "address", quote(n.socket + ".ttrpc")},
-		{"plugins.'io.containerd.transfer.v1.local'", "config_path", quote(n.path("certs.d"))},
+		{transfer, "config_path", quote(n.path("certs.d"))},
 	}
 	if sd := n.path("s"); len(sd) <= 42 { // containerd's limit for socket_dir
 		edits = append(edits, tomlEdit{"plugins.'io.containerd.shim.v1.manager'", "socket_dir", quote(sd)})

@@ -79,8 +79,14 @@ func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.star
 // fails.
 func WithLogLevel(level string) Option { return func(o *options) { o.logLevel = level } }
 
-// WithMaxConcurrentDownloads sets the CRI image service's
-// max_concurrent_downloads (containerd's default: 3).
+// WithMaxConcurrentDownloads sets how many layer downloads containerd runs
+// at once (default 3, containerd's). containerd 2.4 pulls CRI images
+// through its transfer service, so this is the transfer service's
+// max_concurrent_downloads (plugins.'io.containerd.transfer.v1.local'), one
+// limit shared by every pull on the node; the CRI image plugin's key of
+// the same name stays at 3, since any other value there makes containerd
+// fall back to its local pull path (containerd's docs/cri/config.md, "Image
+// Pull Configuration (since containerd v2.1)"). Start fails t for n < 1.
 func WithMaxConcurrentDownloads(n int) Option {
 	return func(o *options) { o.maxConcurrentDownloads = n }
 }
@@ -115,6 +121,9 @@ func Start(t testing.TB, opts ...Option) *Node {
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.maxConcurrentDownloads < 1 {
+		t.Fatalf("testnode: WithMaxConcurrentDownloads: %d is not positive", o.maxConcurrentDownloads)
 	}
 	bins, err := findBinaries(o.binDir)
 	if err != nil {
@@ -382,6 +391,27 @@ func (n *Node) RestartContainerd(t testing.TB) {
 	if err := n.startContainerd(); err != nil {
 		t.Fatalf("testnode: restart containerd: %v", err)
 	}
+}
+
+// SetMaxConcurrentDownloads rewrites containerd's config with k layer
+// downloads at once (as WithMaxConcurrentDownloads) and restarts
+// containerd with it, waiting until the CRI answers. Images, sandboxes and
+// containers stay; k < 1 fails t. Like RestartContainerd, it must not run
+// beside other calls on n.
+func (n *Node) SetMaxConcurrentDownloads(t testing.TB, k int) {
+	t.Helper()
+	if k < 1 {
+		t.Fatalf("testnode: SetMaxConcurrentDownloads: %d is not positive", k)
+	}
+	n.opts.maxConcurrentDownloads = k
+	cfg, err := n.containerdConfig(&n.opts)
+	if err != nil {
+		t.Fatalf("testnode: %v", err)
+	}
+	if err := os.WriteFile(n.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatalf("testnode: config: %v", err)
+	}
+	n.RestartContainerd(t)
 }
 
 // stopContainerd signals containerd by its PID and waits for it to exit;

@@ -15,6 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// SmallCloudDisk is a small network-attached cloud disk (a standard
+// persistent disk of about 100 GB): 75 write and 150 read operations, 8
+// and 16 MiB a second. The stalled-runtime benchmarks throttle containerd
+// to it.
+var SmallCloudDisk = DiskLimits{WriteIOPS: 75, ReadIOPS: 150, WriteBPS: 8 << 20, ReadBPS: 16 << 20}
+
 // DiskLimits are the blkio throttle limits SlowDisk sets. A zero field
 // means unlimited; a negative one is an *ArgError.
 type DiskLimits struct {

@@ -27,9 +27,9 @@
 //   - ListPodSandbox and ListContainers are answered from a
 //     runtimeview.View: one event stream and a relist every RelistPeriod
 //     feed it, every mutation made through the shim is visible to the next
-//     List (read-your-writes), and data older than MaxStaleness is never
-//     served: reads then fail with UNAVAILABLE and Health (/healthz) says
-//     why.
+//     List (read-your-writes). A runtime that answers no relist for
+//     MaxStaleness is reported down (see "A runtime that does not answer"
+//     below) while the reads go on being answered from the last view.
 //   - Where each call is answered. From the view: ListPodSandbox,
 //     ListContainers (every filter: id, state, sandbox id, labels) and the
 //     non-verbose PodSandboxStatus and ContainerStatus of an object the
@@ -43,11 +43,13 @@
 //     runtime's answer, NotFound, error or timeout), every mutation, Exec,
 //     Attach, PortForward, ExecSync, stats (ListPodSandboxStats,
 //     ListContainerStats: they change continuously and the view has none),
-//     images, Version, RuntimeConfig. By the shim itself: Status past the
-//     staleness bound (RuntimeReady false, reason RuntimeUnresponsive, the
-//     other conditions as last reported: the runtime is down and the shim
-//     says so at once instead of holding the call); within the bound
-//     Status is forwarded.
+//     images, RuntimeConfig, and Status and Version within the staleness
+//     bound, waiting for the runtime at most that bound. By the shim
+//     itself, past the bound or when the runtime did not answer within it:
+//     Status (RuntimeReady false, reason RuntimeUnresponsive, the other
+//     conditions as last reported: the runtime is down and the shim says so
+//     instead of holding the call) and Version (the runtime's last answer:
+//     a runtime's name and version do not change while it runs).
 //   - Read-your-writes without asking the runtime: a mutation made through
 //     the shim is confirmed by its event (containerd sends it as it
 //     answers); a List or status read that begins later waits for that
@@ -56,8 +58,8 @@
 //     used from the start and status reads of written objects are
 //     forwarded. Changes made by others show at once by their event, and
 //     at the latest after the next relist (RelistPeriod) when the event was
-//     lost. Past MaxStaleness status reads of known objects fail with
-//     UNAVAILABLE, as Lists do.
+//     lost. Past MaxStaleness status reads of known objects are answered
+//     from the held status, as Lists are.
 //   - GetContainerEvents subscribers share the view's one upstream
 //     stream, each with its own buffer of EventBuffer events. A subscriber
 //     whose buffer is full is ended with RESOURCE_EXHAUSTED (it lost an
@@ -68,6 +70,42 @@
 //     PullImage error are replaced by "[REDACTED]".
 //   - Drain refuses new calls (UNAVAILABLE), ends event streams and waits
 //     for queued asynchronous calls; the command does it on SIGTERM.
+//
+// # A runtime that does not answer
+//
+// When no relist has succeeded for MaxStaleness (runtimeview's 10 s by
+// default: containerd frozen, its store locked, its disk stalled):
+//
+//   - Status answers RuntimeReady false, reason RuntimeUnresponsive,
+//     message the view's age and the runtime's last error: at once, and a
+//     Status call made just before is answered so once the bound passes,
+//     not held until the runtime wakes (the kubelet makes one at a time).
+//     The kubelet's runtime check (every 5 s) then sets the Node
+//     NotReady with "container runtime not ready: RuntimeReady=false
+//     reason:RuntimeUnresponsive ...": the cause named is the runtime.
+//     /healthz answers 503 with the same reason.
+//   - ListPodSandbox, ListContainers and the non-verbose status reads of
+//     listed objects go on being answered, in milliseconds, from the last
+//     view: what the runtime last said, updated by every event it sent.
+//     The kubelet's relist keeps completing, so its PLEG stays healthy and
+//     "PLEG is not healthy" never blames the PLEG for the runtime.
+//   - Version is the runtime's last answer, so the kubelet's node status
+//     update, which asks for it every time, is not held and reports the
+//     NotReady within seconds instead of after the kubelet's 2-minute
+//     runtime timeout.
+//   - Everything forwarded (writes, verbose status, exec, images, stats)
+//     waits for the runtime, as it would without the shim, up to
+//     the kubelet's own deadline (runtime-request-timeout, 2 min), which
+//     ends it with DEADLINE_EXCEEDED.
+//
+// Why this is honest: nothing is invented or hidden. The view holds only
+// what the runtime reported; while it cannot be confirmed, Status and
+// /healthz say so and the Node goes NotReady for that reason, so no new
+// pod is scheduled on it. Failing the Lists instead (Config.FailStaleReads)
+// makes every kubelet relist fail: the PLEG goes "not healthy" after 3
+// minutes and the kubelet blames its PLEG for the runtime. When the
+// runtime answers again, the next relist (RelistPeriod) brings the view up
+// to date, Status is forwarded again and the Node turns Ready.
 //
 // # Asynchronous RunPodSandbox (Config.AsyncRunPodSandbox)
 //

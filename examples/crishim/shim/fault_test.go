@@ -13,8 +13,9 @@ import (
 )
 
 // A slow backend (every call stalled): Lists are answered from the view
-// while it is within its bound, then fail with Unavailable instead of
-// serving a frozen world, and recover when the backend answers again.
+// throughout, within the bound and past it, while past it Health and
+// Status report the runtime unresponsive; both recover when the backend
+// answers again.
 func TestSlowBackend(t *testing.T) {
 	srv := startCrisim(t)
 	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: time.Second})
@@ -35,8 +36,12 @@ func TestSlowBackend(t *testing.T) {
 		t.Fatalf("ListPodSandbox during a stall: %v", pods)
 	}
 	eventually(t, "unhealthy during the stall", func() bool { return sv.shim.Health() != nil })
-	if _, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); status.Code(err) != codes.Unavailable {
-		t.Fatalf("ListPodSandbox past the bound: %v, want Unavailable", err)
+	if pods, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil || len(pods.GetItems()) != 1 {
+		t.Fatalf("ListPodSandbox past the bound: %v %v, want the last view", pods, err)
+	}
+	st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil || !runtimeUnresponsive(st) {
+		t.Fatalf("Status past the bound: %v %v, want RuntimeReady false, RuntimeUnresponsive", st, err)
 	}
 	eventually(t, "healthy after the stall", func() bool { return sv.shim.Health() == nil })
 	pods, err = sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
@@ -46,8 +51,9 @@ func TestSlowBackend(t *testing.T) {
 }
 
 // containerd killed under the shim: event streams end with Unavailable,
-// reads fail once the bound passes, Health says why; after the restart the
-// shim recovers by itself, reads see the node again and new streams work.
+// forwarded calls fail, Lists answer the last view, Health and Status say
+// the runtime is down; after the restart the shim recovers by itself,
+// reads see the node again and new streams work.
 func TestRealNodeBackendKilledAndRestarted(t *testing.T) {
 	n := testnode.Start(t)
 	sv := serve(t, n.Endpoint, shim.Config{RelistPeriod: 100 * time.Millisecond, MaxStaleness: 2 * time.Second})
@@ -75,11 +81,17 @@ func TestRealNodeBackendKilledAndRestarted(t *testing.T) {
 		t.Errorf("event stream after the kill: %v, want Unavailable", end)
 	}
 	eventually(t, "unhealthy", func() bool { return sv.shim.Health() != nil })
-	if _, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); status.Code(err) != codes.Unavailable {
-		t.Errorf("ListPodSandbox with containerd down: %v, want Unavailable", err)
+	if pods, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil || len(pods.GetItems()) != 1 || pods.Items[0].Id != sb.PodSandboxId {
+		t.Errorf("ListPodSandbox with containerd down: %v %v, want the last view", pods, err)
+	}
+	if st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil || !runtimeUnresponsive(st) {
+		t.Errorf("Status with containerd down: %v %v, want RuntimeUnresponsive", st, err)
 	}
 	if _, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); status.Code(err) != codes.Unavailable {
-		t.Errorf("Version with containerd down: %v, want Unavailable", err)
+		t.Errorf("Version with containerd down, never answered before: %v, want Unavailable", err)
+	}
+	if _, err := sv.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("ListPodSandboxStats (forwarded) with containerd down: %v, want Unavailable", err)
 	}
 
 	n.RestartContainerd(t)

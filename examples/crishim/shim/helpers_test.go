@@ -126,3 +126,14 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// runtimeUnresponsive says whether st reports RuntimeReady false with the
+// shim's reason for a runtime that does not answer.
+func runtimeUnresponsive(st *runtimeapi.StatusResponse) bool {
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.GetType() == runtimeapi.RuntimeReady {
+			return !c.GetStatus() && c.GetReason() == "RuntimeUnresponsive"
+		}
+	}
+	return false
+}

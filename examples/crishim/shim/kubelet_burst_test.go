@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/internal/kubelethost"
+	"github.com/syncpod/syncpod/internal/testnode"
 )
 
 // envKubeletBurst turns on TestKubeletBurstThroughShim, which takes minutes.
@@ -34,16 +35,42 @@ func TestKubeletBurstThroughShim(t *testing.T) {
 	if os.Getenv(envKubeletBurst) != "1" {
 		t.Skipf("set %s=1 to measure the kubelet with a %d-pod burst (minutes)", envKubeletBurst, kubeletBurstPods)
 	}
+	report := burstModes(t, nil)
+	t.Logf("kubelet %s, %d static pods at once:\n%s", kubelethost.Version, kubeletBurstPods, report)
+}
+
+// burstModes runs the burst in every kubelet mode, each on a node of its
+// own, and returns their lines.
+func burstModes(t *testing.T, disk *testnode.DiskLimits) string {
 	var report []string
 	for _, m := range kubeletModes {
 		t.Run(m.name, func(t *testing.T) {
-			report = append(report, runBurst(t, m)...)
+			report = append(report, runBurst(t, m, disk)...)
 		})
 	}
-	t.Logf("kubelet %s, %d static pods at once:\n%s", kubelethost.Version, kubeletBurstPods, strings.Join(report, "\n"))
+	return strings.Join(report, "\n")
 }
 
-func runBurst(t *testing.T, m kubeletMode) []string {
+// TestKubeletBurstSlowDisk is scenario (c) of the stalled-runtime
+// benchmark: the 50-pod burst of TestKubeletBurstThroughShim with
+// containerd's disk throttled to testnode.SmallCloudDisk (containerd's
+// metadata store syncs every transaction, so each sandbox and container
+// creation pays for it), in every mode.
+//
+//	SYNCPOD_KUBELET_BURST=1 SYNCPOD_REALNODE=require go test -run KubeletBurstSlowDisk -v ./examples/crishim/shim
+func TestKubeletBurstSlowDisk(t *testing.T) {
+	if os.Getenv(envKubeletBurst) != "1" {
+		t.Skipf("set %s=1 to measure the kubelet with a %d-pod burst on a slow disk (minutes)", envKubeletBurst, kubeletBurstPods)
+	}
+	report := burstModes(t, &testnode.SmallCloudDisk)
+	t.Logf("kubelet %s, %d static pods at once, containerd's disk at %+v:\n%s", kubelethost.Version, kubeletBurstPods, testnode.SmallCloudDisk, report)
+}
+
+// runBurst writes the burst and deletes it, with containerd's disk
+// throttled to disk when it is not nil (after the image is pulled). It
+// fails t when a pod did not end with exactly one sandbox and one app
+// container, created once.
+func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 	n, k := kubeletOnNode(t, m)
 	img := n.PushImage(t, "kubelet/burst")
 	h := healthWatch{t: t, k: k, threshold: m.plegThreshold()}
@@ -75,6 +102,17 @@ func runBurst(t *testing.T, m kubeletMode) []string {
 		return run, sandboxes
 	}
 
+	if disk != nil {
+		d, err := n.SlowDisk(t, *disk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := d.Undo(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	relist0, start0 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
 	began := time.Now()
 	for i := range kubeletBurstPods {
@@ -89,6 +127,25 @@ func runBurst(t *testing.T, m kubeletMode) []string {
 	})
 	allRunning := time.Since(began)
 	relist1, start1 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
+	var lost []string
+	pods := runtimeView(t, n, k)
+	for i := range kubeletBurstPods {
+		name := fmt.Sprintf("burst-%02d", i)
+		switch v := pods[name]; {
+		case v == nil:
+			lost = append(lost, name+": no sandbox")
+		case len(v.sandboxes) != 1:
+			lost = append(lost, fmt.Sprintf("%s: %d sandboxes", name, len(v.sandboxes)))
+		case v.containers["app"].GetMetadata().GetAttempt() != 0:
+			lost = append(lost, fmt.Sprintf("%s: app attempt %d", name, v.containers["app"].GetMetadata().GetAttempt()))
+		}
+	}
+	if d := containerCount(t, n) - kubeletBurstPods; d != 0 {
+		lost = append(lost, fmt.Sprintf("%d containers more than pods", d))
+	}
+	if len(lost) > 0 {
+		t.Errorf("%s: after the burst: %s", m.name, strings.Join(lost, "; "))
+	}
 
 	began = time.Now()
 	for i := range kubeletBurstPods {
@@ -111,6 +168,9 @@ func runBurst(t *testing.T, m kubeletMode) []string {
 		fmt.Sprintf("%-10s create: %v", m.name, start1.Sub(start0)),
 		fmt.Sprintf("%-10s delete: all stopped after %v; relists meanwhile %v", m.name, allStopped.Round(10*time.Millisecond), relist2.Sub(relist1)),
 		fmt.Sprintf("%-10s %d CRI errors in the kubelet log%s", m.name, len(criErrs), errorKinds(criErrs)),
+		fmt.Sprintf("%-10s relist quantiles over the create: p50≤%.3gs p99≤%.3gs max≤%.3gs; pod start p50≤%.3gs p99≤%.3gs; lost %d",
+			m.name, relist1.Sub(relist0).Quantile(0.5), relist1.Sub(relist0).Quantile(0.99), maxBound(relist1.Sub(relist0)),
+			start1.Sub(start0).Quantile(0.5), start1.Sub(start0).Quantile(0.99), len(lost)),
 	}
 	for _, l := range lines {
 		t.Log(l)

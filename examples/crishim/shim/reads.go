@@ -13,8 +13,8 @@ import (
 // view lists it and the held status is at least as new as the view's
 // state. A nil status with a nil error means the call must be forwarded;
 // listed says whether the view knows the id (then the forwarded answer is
-// kept). A view past its staleness bound fails the read at once, as Lists
-// do.
+// kept). Past the staleness bound the held status is answered as Lists
+// are (with Config.FailStaleReads the read fails at once, as Lists do).
 func (s *Shim) sandboxStatusFromView(ctx context.Context, id string) (st *runtimeapi.PodSandboxStatus, listed bool, err error) {
 	if s.draining() {
 		return nil, false, status.Error(codes.Unavailable, ErrDraining.Error())

@@ -2,33 +2,84 @@ package shim
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Version forwards.
+// Version forwards, and keeps the runtime's answer. Once it has one, a
+// Version the runtime does not answer within the staleness bound (or any
+// Version past the bound) gets that answer instead: a runtime's name and
+// version do not change while it runs, and the kubelet's node status asks
+// for them on every update, so a forwarded call held by a frozen runtime
+// would hold the Node's status, its Ready condition included, for the
+// kubelet's 2-minute runtime timeout.
 func (s *Shim) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	return forward(s, ctx, "Version", req, s.rt.Version)
-}
-
-// Status forwards while the view is within its staleness bound. Past it
-// the runtime has not answered a relist for that long: the shim answers at
-// once, with RuntimeReady false (reason RuntimeUnresponsive, the view's
-// error as message) and the other conditions as the runtime last reported
-// them, rather than pretend the runtime is ready or hold the kubelet's
-// call. Verbose calls always forward.
-func (s *Shim) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	if err := s.view.Health(); err != nil && !req.GetVerbose() && !s.draining() {
-		return s.runtimeDown(err), nil
+	last := s.lastVersion.Load()
+	if last != nil && s.view.Health() != nil && !s.draining() {
+		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
 	}
-	resp, err := forward(s, ctx, "Status", req, s.rt.Status)
-	if err == nil && !req.GetVerbose() {
-		s.lastStatus.Store(resp)
+	cctx, cancel := s.boundCall(ctx, last != nil)
+	defer cancel()
+	resp, err := forward(s, cctx, "Version", req, s.rt.Version)
+	switch {
+	case err == nil:
+		s.lastVersion.Store(resp)
+	case last != nil && s.timedOut(ctx, cctx, err):
+		return proto.Clone(last).(*runtimeapi.VersionResponse), nil
 	}
 	return resp, err
+}
+
+// Status forwards while the view is within its staleness bound, and waits
+// for the runtime's answer at most that bound. Past it, or when the
+// runtime does not answer in time, the shim answers at once, with
+// RuntimeReady false (reason RuntimeUnresponsive, why as message) and the
+// other conditions as the runtime last reported them, rather than pretend
+// the runtime is ready or hold the kubelet's call: the kubelet checks its
+// runtime with one Status call at a time, so a call held by a frozen
+// runtime would keep it from learning that the runtime is down. Verbose
+// calls always forward.
+func (s *Shim) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	if req.GetVerbose() {
+		return forward(s, ctx, "Status", req, s.rt.Status)
+	}
+	if err := s.view.Health(); err != nil && !s.draining() {
+		return s.runtimeDown(err), nil
+	}
+	cctx, cancel := s.boundCall(ctx, true)
+	defer cancel()
+	resp, err := forward(s, cctx, "Status", req, s.rt.Status)
+	switch {
+	case err == nil:
+		s.lastStatus.Store(resp)
+	case s.timedOut(ctx, cctx, err):
+		return s.runtimeDown(fmt.Errorf("Status not answered within %v", s.bound)), nil
+	}
+	return resp, err
+}
+
+// timedOut says whether a call made with cctx (boundCall of ctx) failed
+// because the bound passed, not the caller's context or a drain. gRPC can
+// return DeadlineExceeded a moment before cctx reports it, so the code
+// counts too.
+func (s *Shim) timedOut(ctx, cctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil || s.draining() {
+		return false
+	}
+	return cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded
+}
+
+// boundCall returns ctx bounded by the staleness bound when bounded.
+func (s *Shim) boundCall(ctx context.Context, bounded bool) (context.Context, context.CancelFunc) {
+	if !bounded {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.bound)
 }
 
 // RuntimeConfig forwards.

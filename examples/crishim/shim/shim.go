@@ -38,6 +38,11 @@ type Config struct {
 	// defaults when zero; New fails with the view's
 	// *runtimeview.ConfigError when negative).
 	RelistPeriod, MaxStaleness time.Duration
+	// FailStaleReads makes Lists and status reads fail with UNAVAILABLE
+	// once the view is older than MaxStaleness. By default they are
+	// answered from the last view while Status and Health say the runtime
+	// does not answer (see the package documentation).
+	FailStaleReads bool
 	// EventBuffer is each GetContainerEvents subscriber's buffer
 	// (runtimeview.DefaultBuffer when zero).
 	EventBuffer int
@@ -79,11 +84,16 @@ type Shim struct {
 	statuses *statuses
 	// lastStatus is the runtime's last answer to a non-verbose Status.
 	lastStatus atomic.Pointer[runtimeapi.StatusResponse]
-	gates      [numClasses]*criclient.Gate
-	async      *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain      chan struct{}   // closed by Drain: streams end, new calls fail
-	drainOnce  sync.Once
-	closeOnce  sync.Once
+	// lastVersion is the runtime's last answer to Version.
+	lastVersion atomic.Pointer[runtimeapi.VersionResponse]
+	// bound is the view's staleness bound, which also bounds the wait
+	// for the runtime's Status and Version.
+	bound     time.Duration
+	gates     [numClasses]*criclient.Gate
+	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
+	drain     chan struct{}   // closed by Drain: streams end, new calls fail
+	drainOnce sync.Once
+	closeOnce sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
@@ -100,7 +110,10 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 	if cfg.WriteWait <= 0 {
 		cfg.WriteWait = DefaultWriteWait
 	}
-	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{})}
+	s := &Shim{cfg: cfg, log: cfg.Logger, drain: make(chan struct{}), bound: runtimeview.DefaultMaxStaleness}
+	if cfg.MaxStaleness > 0 {
+		s.bound = cfg.MaxStaleness
+	}
 	for c := range s.gates {
 		g, err := criclient.NewGate(cfg.Limits[c], nil)
 		if err != nil {
@@ -120,7 +133,8 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("crishim: backend %s: %w", endpoint, err)
 	}
 	s.rt, s.img = s.client.Raw()
-	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view")), runtimeview.WithClock(cfg.Clock)}
+	viewOpts := []runtimeview.Option{runtimeview.WithLogger(cfg.Logger.Named("view")), runtimeview.WithClock(cfg.Clock),
+		runtimeview.WithStaleReads(!cfg.FailStaleReads)}
 	if cfg.RelistPeriod != 0 {
 		viewOpts = append(viewOpts, runtimeview.WithRelistPeriod(cfg.RelistPeriod))
 	}

@@ -193,11 +193,12 @@ func TestEventFanoutSlowSubscriber(t *testing.T) {
 	}
 }
 
-// A backend that stops answering makes reads fail and Health report it
-// once the bound passes; it recovers when the backend is back.
-func TestBackendStopsAnswering(t *testing.T) {
+// With FailStaleReads a backend that stops answering makes reads fail
+// and Health report it once the bound passes; it recovers when the
+// backend is back.
+func TestBackendStopsAnsweringFailStaleReads(t *testing.T) {
 	srv := startCrisim(t)
-	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond})
+	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond, FailStaleReads: true})
 	ctx := ctxT(t)
 	eventually(t, "healthy", func() bool { return sv.shim.Health() == nil })
 	srv.Runtime().SetErrorRate("ListPodSandbox", 1, codes.Unavailable)

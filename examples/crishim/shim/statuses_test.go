@@ -189,7 +189,8 @@ func TestStatusAndListsDuringStall(t *testing.T) {
 }
 
 // Past the staleness bound a frozen runtime is reported as not ready at
-// once, and status reads fail with Unavailable as Lists do.
+// once, and status reads of listed objects are answered from the held
+// status, as Lists are.
 func TestStatusPastTheBound(t *testing.T) {
 	srv := startCrisim(t)
 	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond})
@@ -199,19 +200,61 @@ func TestStatusPastTheBound(t *testing.T) {
 	if _, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	ver, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Runtime().Stall(time.Minute)
 	eventually(t, "unhealthy", func() bool { return sv.shim.Health() != nil })
 	st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range st.GetStatus().GetConditions() {
-		if c.GetType() == runtimeapi.RuntimeReady && (c.GetStatus() || c.GetReason() != "RuntimeUnresponsive") {
-			t.Errorf("RuntimeReady of a frozen runtime: %v", c)
-		}
+	if !runtimeUnresponsive(st) {
+		t.Errorf("Status of a frozen runtime: %v", st)
 	}
-	if _, err := sv.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cID}); status.Code(err) != codes.Unavailable {
-		t.Errorf("ContainerStatus past the bound: %v, want Unavailable", err)
+	// ctxT's deadline is far inside the stall: a forwarded Version fails.
+	if v, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil || v.GetRuntimeVersion() != ver.GetRuntimeVersion() || v.GetRuntimeName() != ver.GetRuntimeName() {
+		t.Errorf("Version past the bound: %v %v, want the last answer %v", v, err, ver)
+	}
+	if cs, err := sv.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cID}); err != nil || cs.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("ContainerStatus past the bound: %v %v, want the held RUNNING", cs, err)
+	}
+}
+
+// A Status or Version the runtime holds while the view is still fresh is
+// answered once the staleness bound passes (RuntimeUnresponsive; the last
+// Version), never held until the runtime wakes.
+func TestHeldStatusAnsweredAtTheBound(t *testing.T) {
+	srv := startCrisim(t)
+	sv := serve(t, srv.Endpoint(), shim.Config{RelistPeriod: 20 * time.Millisecond, MaxStaleness: 300 * time.Millisecond})
+	ctx := ctxT(t)
+	eventually(t, "healthy", func() bool { return sv.shim.Health() == nil })
+	ver, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Runtime().HangNext("Status", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Runtime().HangNext("Version", 1); err != nil {
+		t.Fatal(err)
+	}
+	// ctxT's deadline is far beyond the bound: an answer means the shim
+	// stopped waiting at the bound.
+	st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil || !runtimeUnresponsive(st) {
+		t.Errorf("held Status: %v %v, want RuntimeUnresponsive", st, err)
+	}
+	if v, err := sv.rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil || v.GetRuntimeVersion() != ver.GetRuntimeVersion() {
+		t.Errorf("held Version: %v %v, want the last answer %v", v, err, ver)
+	}
+	if sv.shim.Health() != nil {
+		t.Errorf("the view went stale: %v", sv.shim.Health())
+	}
+	// The next Status reaches the runtime again.
+	if st, err := sv.rt.Status(ctx, &runtimeapi.StatusRequest{}); err != nil || runtimeUnresponsive(st) {
+		t.Errorf("Status after the hang: %v %v", st, err)
 	}
 }
 

@@ -66,9 +66,10 @@ type Agent struct {
 	started bool
 	stopped bool
 
-	blocked      durationCounter // time workers spent blocked (pulls, cache waits)
-	unhealthy    durationCounter // time PLEG reported unhealthy (sampled)
-	healthStatus healthState
+	blocked       durationCounter // time workers spent blocked (pulls, cache waits)
+	unhealthy     durationCounter // time PLEG reported unhealthy (sampled)
+	healthStatus  healthState
+	runtimeHealth runtimeHealth
 }
 
 type healthState struct {
@@ -245,6 +246,7 @@ func (a *Agent) Start() error {
 		defer a.wg.Done()
 		a.source.run(a.ctx)
 	}()
+	a.wg.Go(func() { a.checkRuntime(a.ctx) })
 	go func() {
 		defer a.wg.Done()
 		a.sampleHealth()

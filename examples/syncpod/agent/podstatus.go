@@ -249,10 +249,18 @@ func (a *Agent) recordPull(pod *corev1.Pod, image string, ok bool, err error) {
 	}
 }
 
-// Healthy reports the PLEG's health as the kubelet's: nil while the
-// runtime is relisted (or streams events) within the health threshold,
-// otherwise why not. A front-end uses it for the node's readiness.
+// Healthy reports whether the node can run pods, as the kubelet's Ready
+// condition does: nil while the runtime answers its Status check (every
+// 30 s, every second while it fails) ready, and the PLEG relists (or
+// streams events) within its health threshold. Otherwise it says why,
+// naming the runtime when the runtime is the cause (not ready, a failed
+// check, or a check not answered for 10 s), so a frozen runtime is
+// reported as such within 40 s rather than as a PLEG failure minutes
+// later. A front-end uses it for the node's readiness.
 func (a *Agent) Healthy() error {
+	if err := a.runtimeDown(); err != nil {
+		return err
+	}
 	ok, err, _ := a.plegHealth()
 	if ok {
 		return nil

@@ -376,6 +376,10 @@ type Snapshot struct {
 	PLEGMode      string      `json:"plegMode"`              // "relist", or the pleg package's mode
 	PLEGHealthy   bool        `json:"plegHealthy"`           // the PLEG's health, as the kubelet's
 	PLEGMessage   string      `json:"plegMessage,omitempty"` // why it is unhealthy
+	// RuntimeHealthy is the runtime check's verdict (see Agent.Healthy),
+	// RuntimeMessage why it failed.
+	RuntimeHealthy bool   `json:"runtimeHealthy"`
+	RuntimeMessage string `json:"runtimeMessage,omitempty"`
 }
 
 // Snapshot returns the current state.
@@ -391,6 +395,10 @@ func (a *Agent) Snapshot() Snapshot {
 	s.PLEGMode, s.PLEGHealthy = mode, ok
 	if err != nil {
 		s.PLEGMessage = err.Error()
+	}
+	s.RuntimeHealthy = true
+	if err := a.runtimeDown(); err != nil {
+		s.RuntimeHealthy, s.RuntimeMessage = false, err.Error()
 	}
 	return s
 }

@@ -28,6 +28,11 @@ func (r *runtimeLayer) version(ctx context.Context) (*runtimeapi.VersionResponse
 	return r.rt.Version(ctx, "v1")
 }
 
+// status is the runtime's non-verbose Status: its conditions.
+func (r *runtimeLayer) status(ctx context.Context) (*runtimeapi.StatusResponse, error) {
+	return r.rt.Status(ctx, false)
+}
+
 // sandboxes lists the sandboxes whose labels hold every pair of sel (the
 // pod's UID, or managedLabel for all the agent made).
 func (r *runtimeLayer) sandboxes(ctx context.Context, sel map[string]string) ([]*runtimeapi.PodSandbox, error) {

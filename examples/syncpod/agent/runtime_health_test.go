@@ -1,0 +1,62 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
+	"github.com/syncpod/syncpod/examples/syncpod/scenario"
+)
+
+// A frozen runtime is an unhealthy node, and Healthy names the runtime,
+// not the PLEG, well before the PLEG's own threshold; the node is healthy
+// again once the runtime answers. In both modes.
+func TestFrozenRuntimeIsNamed(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			n := startSim(t, scenario.DefaultRuntime(testScale).Options()...)
+			a := startAgent(t, n, agent.WithMode(mode), agent.WithTimeScale(testScale))
+			waitFor(t, "healthy", func() bool { return a.Healthy() == nil })
+			// 3 s is six times the scaled 10-s bound and far below the
+			// scaled 3-min PLEG threshold (9 s).
+			if err := n.rt.Stall(3 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			waitFor(t, "unhealthy during the freeze", func() bool { err = a.Healthy(); return err != nil })
+			if !strings.Contains(err.Error(), "container runtime is not responding") || strings.Contains(err.Error(), "PLEG") {
+				t.Errorf("Healthy of a frozen runtime: %v; want the runtime named, not the PLEG", err)
+			}
+			if s := a.Snapshot(); s.RuntimeHealthy || !strings.Contains(s.RuntimeMessage, "not responding") {
+				t.Errorf("Snapshot of a frozen runtime: RuntimeHealthy %v %q", s.RuntimeHealthy, s.RuntimeMessage)
+			}
+			waitFor(t, "healthy after the freeze", func() bool { return a.Healthy() == nil })
+			if s := a.Snapshot(); !s.RuntimeHealthy || s.RuntimeMessage != "" {
+				t.Errorf("Snapshot after the freeze: RuntimeHealthy %v %q", s.RuntimeHealthy, s.RuntimeMessage)
+			}
+		})
+	}
+}
+
+// A runtime whose Status fails (it answers nothing else either, here
+// only Status) is reported down once the bound passes, with its error.
+func TestRuntimeStatusFailing(t *testing.T) {
+	n := startSim(t, scenario.DefaultRuntime(testScale).Options()...)
+	a := startAgent(t, n, agent.WithMode(agent.ModeSyncPod), agent.WithTimeScale(testScale))
+	waitFor(t, "healthy", func() bool { return a.Healthy() == nil })
+	if err := n.rt.SetErrorRate("Status", 1, codes.Unavailable); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	waitFor(t, "unhealthy", func() bool { err = a.Healthy(); return err != nil })
+	if !strings.Contains(err.Error(), "container runtime is not responding") || !strings.Contains(err.Error(), "Unavailable") {
+		t.Errorf("Healthy with Status failing: %v", err)
+	}
+	if err := n.rt.SetErrorRate("Status", 0, codes.OK); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "healthy again", func() bool { return a.Healthy() == nil })
+}
