@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
@@ -327,5 +328,48 @@ func TestRuntimeClosesEventsChannel(t *testing.T) {
 			})
 			stopWithin(t, p)
 		})
+	}
+}
+
+// blockingCache holds every Set until release is closed.
+type blockingCache struct {
+	*fakeCache
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *blockingCache) Set(uid types.UID, st *PodStatus, err error, ts time.Time) bool {
+	c.entered <- struct{}{}
+	<-c.release
+	return c.fakeCache.Set(uid, st, err, ts)
+}
+
+// Stats.Outbox counts what is decided and not yet carried out: an event
+// whose cache write is in progress is not done yet.
+func TestStatsOutboxCountsUnfinishedWrites(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	bc := &blockingCache{fakeCache: f.cache, entered: make(chan struct{}), release: make(chan struct{})}
+	p, err := New(f.rt, bc, WithClock(f.clock), WithEventStream(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	if got := p.Stats().Outbox; got != 0 {
+		t.Fatalf("Outbox of a new PLEG = %d, want 0", got)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.handleEvent(containerEvent(evStopped, "c1", t0.Add(time.Second), sbStatus("a", "s1", ready), ctrStatus("c1", exited)))
+	}()
+	<-bc.entered
+	if got := p.Stats(); got.Outbox == 0 || got.RuntimeEvents != 1 {
+		t.Errorf("while the event's cache write runs: Outbox %d RuntimeEvents %d, want Outbox > 0 and 1 event", got.Outbox, got.RuntimeEvents)
+	}
+	close(bc.release)
+	<-done
+	if got := p.Stats().Outbox; got != 0 {
+		t.Errorf("Outbox after the event was handled = %d, want 0", got)
 	}
 }

@@ -92,6 +92,12 @@ type Stats struct {
 	// Resyncs counts pods relisted because the status in the cache lagged
 	// behind the reported events.
 	Resyncs uint64
+	// Outbox is how many cache writes and event batches are decided but
+	// not yet carried out. With RuntimeEvents equal to the events the
+	// runtime sent, Outbox 0 and the Watch channel empty, every event the
+	// runtime sent is in the cache and delivered: what a caller stepping a
+	// fake clock waits for before the next step.
+	Outbox uint64
 }
 
 // New returns a PLEG over rt that writes cache. It does nothing until Start.
@@ -256,7 +262,9 @@ func (p *PLEG) Stats() Stats {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats
+	st := p.stats
+	st.Outbox = p.queued - p.flushed
+	return st
 }
 
 // RequestRelist asks for an on-demand relist of one pod: its sandboxes and

@@ -127,10 +127,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		// A second at the kubelet's thresholds (minutes); a tighter
 		// threshold is sampled four times per threshold, so that a stall
 		// only a few thresholds long is seen.
-		threshold := cfg.healthThreshold
-		if threshold <= 0 {
-			threshold = cfg.scaled(relistThreshold)
-		}
+		threshold := cfg.plegThreshold()
 		cfg.sampleEvery = min(defaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
 	a := &Agent{cfg: cfg, runtime: &runtimeLayer{rt: rt, img: img}, clock: cfg.clock, log: cfg.log,
@@ -185,10 +182,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	observeRelist := func(d time.Duration, err error) { a.metrics.relist.Observe(d.Seconds()) }
 	if cfg.mode == ModeBaseline {
-		threshold := cfg.healthThreshold
-		if threshold == 0 {
-			threshold = cfg.scaled(relistThreshold)
-		}
+		threshold := cfg.plegThreshold()
 		period := cfg.scaled(relistPeriod)
 		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
 		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },

@@ -65,3 +65,4 @@ func WithHealthSampling(d time.Duration) Option  { return WithTuning(Tuning{Heal
 func WithSafetyRelist(d time.Duration) Option    { return WithTuning(Tuning{SafetyRelist: d}) }
 func WithPodDir(dir string) Option               { return WithNode(Node{PodDir: dir}) }
 func WithNodeIP(ip string) Option                { return WithNode(Node{IP: ip}) }
+func (a *Agent) PLEGHealth() (bool, error, string) { return a.plegHealth() }

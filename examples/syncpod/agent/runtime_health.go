@@ -30,6 +30,10 @@ type runtimeHealth struct {
 	calling  time.Time                    // when the Status call in flight began, zero when none is
 	lastErr  error                        // the last Status error, nil after an answer
 	notReady *runtimeapi.RuntimeCondition // RuntimeReady false in the last answer
+	// recovered is when the runtime answered ready after being down, zero
+	// once the PLEG has been seen healthy since: until then an unhealthy
+	// PLEG is the runtime's doing (its relists and events waited on it).
+	recovered time.Time
 }
 
 // checkRuntime runs the runtime check until ctx ends.
@@ -61,6 +65,9 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 	resp, err := a.runtime.status(cctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := a.clock.Now()
+	wasDown := h.lastErr != nil || h.notReady != nil || now.Sub(h.calling) > timeout
+	began := h.calling
 	h.calling = time.Time{}
 	if ctx.Err() != nil {
 		return true // shutting down: not the runtime's fault
@@ -75,7 +82,28 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 			h.notReady = c
 		}
 	}
+	if h.notReady == nil && (wasDown || now.Sub(began) > timeout) {
+		h.recovered = now
+	}
 	return h.notReady == nil
+}
+
+// runtimeRecovering says, while the PLEG is not healthy, whether that is
+// because the runtime was down moments ago: the runtime answered ready
+// again within the PLEG's health threshold and the PLEG has not been
+// healthy since. plegOK clears it for good.
+func (a *Agent) runtimeRecovering(plegOK bool) error {
+	h := &a.runtimeHealth
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recovered.IsZero() {
+		return nil
+	}
+	if plegOK || a.clock.Since(h.recovered) > a.cfg.plegThreshold() {
+		h.recovered = time.Time{}
+		return nil
+	}
+	return fmt.Errorf("agent: container runtime answering again for %v after it was down; the PLEG has not caught up yet", a.clock.Since(h.recovered).Round(time.Millisecond))
 }
 
 // runtimeDown says why the runtime is not a healthy one to run pods on,

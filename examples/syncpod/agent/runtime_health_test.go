@@ -60,3 +60,39 @@ func TestRuntimeStatusFailing(t *testing.T) {
 	}
 	waitFor(t, "healthy again", func() bool { return a.Healthy() == nil })
 }
+
+// A freeze longer than the PLEG's threshold leaves the PLEG unhealthy for
+// a moment after the runtime answers again: its relists waited on the
+// runtime. Healthy names the runtime through that moment too, never the
+// PLEG alone. The relist after the thaw is held (HangNext), so the moment
+// lasts until the test has looked.
+func TestRecoveredRuntimeStillNamed(t *testing.T) {
+	n := startSim(t, scenario.DefaultRuntime(testScale).Options()...)
+	a := startAgent(t, n, agent.WithMode(agent.ModeBaseline), agent.WithTimeScale(testScale),
+		agent.WithHealthThreshold(3*time.Second))
+	waitFor(t, "healthy", func() bool { return a.Healthy() == nil })
+	// The runtime is named within the scaled check period and bound (2 s),
+	// before the PLEG's 3-s threshold, as at the kubelet's scale (40 s
+	// against 3 min).
+	if err := n.rt.Stall(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the PLEG unhealthy during the freeze", func() bool { ok, _, _ := a.PLEGHealth(); return !ok })
+	if err := n.rt.HangNext("ListPodSandbox", 2); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	waitFor(t, "the runtime answering again, the PLEG not yet", func() bool {
+		err = a.Healthy()
+		if err != nil && !strings.Contains(err.Error(), "container runtime") {
+			t.Fatalf("Healthy blames the PLEG alone around a freeze: %v", err)
+		}
+		return err != nil && strings.Contains(err.Error(), "answering again")
+	})
+	if !strings.Contains(err.Error(), "PLEG") {
+		t.Errorf("Healthy after the thaw: %v; want the PLEG's state after the runtime's", err)
+	}
+	if s := a.Snapshot(); !s.RuntimeHealthy {
+		t.Errorf("Snapshot after the thaw: RuntimeHealthy false (%q); the runtime answers", s.RuntimeMessage)
+	}
+}
