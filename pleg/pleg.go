@@ -44,7 +44,7 @@ type PLEG struct {
 	pending    map[types.UID]struct{}
 	// lagging: pods whose cache entry fell behind the events delivered
 	// (verifyLocked); the write that corrects it delivers a PodSync.
-	lagging map[types.UID]struct{}
+	lagging    map[types.UID]struct{}
 	dirty      dirtyQueue   // pods owed a PodSync
 	outbox     []outboxItem // cache writes and events to carry out (flush)
 	queued     uint64       // outbox items queued since New
