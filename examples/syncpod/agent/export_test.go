@@ -50,6 +50,9 @@ const (
 
 	RelistPeriod = relistPeriod
 
+	SyncErrorBackoff   = syncErrorBackoff
+	RuntimeRetryPeriod = runtimeRetryPeriod
+
 	PodPending = reportPending
 	PodRunning = reportRunning
 )

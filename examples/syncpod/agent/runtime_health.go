@@ -40,8 +40,17 @@ type runtimeHealth struct {
 func (a *Agent) checkRuntime(ctx context.Context) {
 	for {
 		next := a.cfg.scaled(runtimeCheckPeriod)
-		if !a.checkRuntimeOnce(ctx, a.cfg.scaled(runtimeDownAfter)) {
+		ok, recovered := a.checkRuntimeOnce(ctx, a.cfg.scaled(runtimeDownAfter))
+		if !ok {
 			next = a.cfg.scaled(runtimeRetryPeriod)
+		}
+		if recovered {
+			// A sync that failed while the runtime was down (a call that
+			// timed out) would wait out its back-off; the runtime answers
+			// now, so it is retried at once.
+			for _, uid := range a.syncer.failedPods() {
+				a.wake(uid)
+			}
 		}
 		t := a.clock.NewTimer(next)
 		select {
@@ -54,8 +63,9 @@ func (a *Agent) checkRuntime(ctx context.Context) {
 }
 
 // checkRuntimeOnce makes one Status call, given at most timeout, and
-// reports whether the runtime answered ready.
-func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) bool {
+// reports whether the runtime answered ready, and whether it did so after
+// being down.
+func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) (ok, recovered bool) {
 	h := &a.runtimeHealth
 	h.mu.Lock()
 	h.calling = a.clock.Now()
@@ -70,11 +80,11 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 	began := h.calling
 	h.calling = time.Time{}
 	if ctx.Err() != nil {
-		return true // shutting down: not the runtime's fault
+		return true, false // shutting down: not the runtime's fault
 	}
 	if err != nil {
 		h.lastErr = err
-		return false
+		return false, false
 	}
 	h.lastErr, h.notReady = nil, nil
 	for _, c := range resp.GetStatus().GetConditions() {
@@ -84,8 +94,9 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 	}
 	if h.notReady == nil && (wasDown || now.Sub(began) > timeout) {
 		h.recovered = now
+		return true, true
 	}
-	return h.notReady == nil
+	return h.notReady == nil, false
 }
 
 // runtimeRecovering says, while the PLEG is not healthy, whether that is

@@ -37,6 +37,7 @@ type podSyncer struct {
 	mu     sync.Mutex // held across each count change and idle's reads
 	active *activity
 	inSync int
+	failed map[types.UID]struct{} // pods whose last SyncPod failed
 }
 
 var _ podworkers.Syncer = (*podSyncer)(nil)
@@ -76,7 +77,29 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod *c
 	s.enter()
 	defer s.exit()
 	res := s.sync(ctx, pod)
+	s.mu.Lock()
+	if res.err != nil {
+		if s.failed == nil {
+			s.failed = map[types.UID]struct{}{}
+		}
+		s.failed[pod.UID] = struct{}{}
+	} else {
+		delete(s.failed, pod.UID)
+	}
+	s.mu.Unlock()
 	return podworkers.Result{RequeueAfter: res.requeueAfter}, res.err
+}
+
+// failedPods are the pods whose last SyncPod failed: each waits out its
+// back-off unless woken.
+func (s *podSyncer) failedPods() []types.UID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]types.UID, 0, len(s.failed))
+	for uid := range s.failed {
+		out = append(out, uid)
+	}
+	return out
 }
 
 // SyncTerminatingPod implements podworkers.Syncer: one attempt at removing
@@ -95,6 +118,9 @@ func (s *podSyncer) SyncTerminatedPod(_ context.Context, pod *corev1.Pod) error 
 	s.enter()
 	defer s.exit()
 	s.terminated(pod.UID)
+	s.mu.Lock()
+	delete(s.failed, pod.UID)
+	s.mu.Unlock()
 	return nil
 }
 
