@@ -104,8 +104,9 @@ const (
 	// WithChangedEvents.
 	ContainerChanged EventType = "ContainerChanged"
 	// PodSync: something about the pod changed that the watcher was not
-	// told about (an event was dropped on a full channel); re-read the pod
-	// from the Cache. Data is empty.
+	// told about (an event was dropped on a full channel), or the Cache
+	// held an older status than the events delivered for a moment and now
+	// holds the right one; re-read the pod from the Cache. Data is empty.
 	PodSync EventType = "PodSync"
 )
 

@@ -87,8 +87,10 @@
 //     accepting: a runtime event whose status the cache refuses still
 //     delivers a transition not yet reported (dropping it would lose that
 //     exit) and never one already reported. When the cache kept a status
-//     with a newer time but older content than the events delivered, the
-//     pod is relisted so the cache catches up (Stats.Resyncs).
+//     with a newer or equal time but older content than the events
+//     delivered, the pod is relisted so the cache catches up
+//     (Stats.Resyncs), then a PodSync is delivered for it: a watcher that
+//     read the pod on the event may have read the older status.
 //   - The Watch channel is bounded (WithChannelCapacity, default 1000) and a
 //     send never blocks the PLEG. An event that does not fit is counted
 //     (Stats.Dropped, an ObservedDrop observation) and its pod is owed a PodSync:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 )
@@ -327,5 +328,94 @@ func TestRuntimeClosesEventsChannel(t *testing.T) {
 			})
 			stopWithin(t, p)
 		})
+	}
+}
+
+// blockingCache holds every Set until release is closed.
+type blockingCache struct {
+	*fakeCache
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *blockingCache) Set(uid types.UID, st *PodStatus, err error, ts time.Time) bool {
+	c.entered <- struct{}{}
+	<-c.release
+	return c.fakeCache.Set(uid, st, err, ts)
+}
+
+// Stats.Outbox counts what is decided and not yet carried out: an event
+// whose cache write is in progress is not done yet.
+func TestStatsOutboxCountsUnfinishedWrites(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	bc := &blockingCache{fakeCache: f.cache, entered: make(chan struct{}), release: make(chan struct{})}
+	p, err := New(f.rt, bc, WithClock(f.clock), WithEventStream(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	if got := p.Stats().Outbox; got != 0 {
+		t.Fatalf("Outbox of a new PLEG = %d, want 0", got)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.handleEvent(containerEvent(evStopped, "c1", t0.Add(time.Second), sbStatus("a", "s1", ready), ctrStatus("c1", exited)))
+	}()
+	<-bc.entered
+	if got := p.Stats(); got.Outbox == 0 || got.RuntimeEvents != 1 {
+		t.Errorf("while the event's cache write runs: Outbox %d RuntimeEvents %d, want Outbox > 0 and 1 event", got.Outbox, got.RuntimeEvents)
+	}
+	close(bc.release)
+	<-done
+	if got := p.Stats().Outbox; got != 0 {
+		t.Errorf("Outbox after the event was handled = %d, want 0", got)
+	}
+}
+
+// A relist that listed a pod before an event about it, and commits after
+// it, writes the older status over the event's (an equal time overwrites).
+// The PLEG relists the pod again, and once the Cache holds the right status
+// it delivers a PodSync: a watcher that read the pod on the event may have
+// read the older status, and is told to read again.
+func TestLaggingCacheCorrectedWithPodSync(t *testing.T) {
+	f := newFixture(t)
+	podWithContainer(t, f, running)
+	at := t0.Add(time.Second)
+	f.clock.SetTime(at)
+	f.p.mu.Lock()
+	obs := newObservation("a", f.p.nextSeqLocked(), true)
+	f.p.mu.Unlock()
+	obs.name, obs.namespace = "pod-a", "ns"
+	obs.entities["s1"] = observed{kind: kindSandbox, state: sandboxState(ready)}
+	obs.entities["c1"] = observed{kind: kindContainer, state: containerState(running), sandboxID: "s1"}
+	stale := &PodStatus{ID: "a", Name: "pod-a", Namespace: "ns", Timestamp: at,
+		SandboxStatuses:   []*runtimeapi.PodSandboxStatus{sbStatus("a", "s1", ready)},
+		ContainerStatuses: []*runtimeapi.ContainerStatus{ctrStatus("c1", running)}}
+
+	f.p.handleEvent(containerEvent(evStopped, "c1", at, sbStatus("a", "s1", ready), ctrStatus("c1", exited)))
+	f.p.mu.Lock()
+	f.p.publishLocked(f.p.commitInspectionLocked(inspection{obs: obs, status: stale}, at))
+	f.p.mu.Unlock()
+	f.p.flush()
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "c1"))
+	if got := f.cache.containerStates("a")["c1"]; got != running {
+		t.Fatalf("setup: the stale relist did not overwrite the event's status (c1 %v)", got)
+	}
+	if pending := f.p.takePending(); len(pending) != 1 || pending[0] != "a" {
+		t.Fatalf("pods to relist after the lag = %v, want [a]", pending)
+	}
+
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{SandboxID: "s1", ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", State: exited, Metadata: &runtimeapi.ContainerMetadata{Name: "c1"}}}})
+	if err := f.p.relistPods(context.Background(), []types.UID{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.cache.containerStates("a")["c1"]; got != exited {
+		t.Errorf("c1 in the cache after the pod relist = %v, want exited", got)
+	}
+	assertEvents(t, drain(f.p), ev("a", PodSync, ""))
+	if st := f.p.Stats(); st.Resyncs != 1 || st.PodSyncs != 1 {
+		t.Errorf("Resyncs %d PodSyncs %d, want 1 and 1", st.Resyncs, st.PodSyncs)
 	}
 }

@@ -127,6 +127,9 @@ func (p *PLEG) deliverLocked(evs []Event) {
 		select {
 		case p.ch <- ev:
 			p.stats.Delivered++
+			if ev.Type == PodSync {
+				p.stats.PodSyncs++
+			}
 		default:
 			p.stats.Dropped++
 			p.dirty.add(ev.ID)

@@ -42,6 +42,9 @@ type PLEG struct {
 	seq        uint64               // observation sequence
 	reinspect  map[types.UID]struct{}
 	pending    map[types.UID]struct{}
+	// lagging: pods whose cache entry fell behind the events delivered
+	// (verifyLocked); the write that corrects it delivers a PodSync.
+	lagging    map[types.UID]struct{}
 	dirty      dirtyQueue   // pods owed a PodSync
 	outbox     []outboxItem // cache writes and events to carry out (flush)
 	queued     uint64       // outbox items queued since New
@@ -92,6 +95,12 @@ type Stats struct {
 	// Resyncs counts pods relisted because the status in the cache lagged
 	// behind the reported events.
 	Resyncs uint64
+	// Outbox is how many cache writes and event batches are decided but
+	// not yet carried out. With RuntimeEvents equal to the events the
+	// runtime sent, Outbox 0 and the Watch channel empty, every event the
+	// runtime sent is in the cache and delivered: what a caller stepping a
+	// fake clock waits for before the next step.
+	Outbox uint64
 }
 
 // New returns a PLEG over rt that writes cache. It does nothing until Start.
@@ -120,6 +129,7 @@ func New(rt Runtime, cache Cache, opts ...Option) (*PLEG, error) {
 		waiters:    map[*waiter]struct{}{},
 		reinspect:  map[types.UID]struct{}{},
 		pending:    map[types.UID]struct{}{},
+		lagging:    map[types.UID]struct{}{},
 		subs:       map[*Subscription]struct{}{},
 		dirty:      newDirtyQueue(),
 		wakeRelist: make(chan struct{}, 1),
@@ -256,7 +266,9 @@ func (p *PLEG) Stats() Stats {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats
+	st := p.stats
+	st.Outbox = p.queued - p.flushed
+	return st
 }
 
 // RequestRelist asks for an on-demand relist of one pod: its sandboxes and
@@ -398,6 +410,7 @@ func (p *PLEG) forgetLocked(rec *podRecord, touchedAfter bool) {
 	}
 	delete(p.pods, rec.uid)
 	delete(p.reinspect, rec.uid)
+	delete(p.lagging, rec.uid)
 	p.deleteLocked(rec.uid)
 }
 
@@ -425,6 +438,9 @@ func (p *PLEG) verifyLocked(rec *podRecord) {
 		return
 	}
 	p.stats.Resyncs++
+	// A watcher that read the pod on the event it was delivered may have
+	// read the older status; it is told to read again once it is fixed.
+	p.lagging[rec.uid] = struct{}{}
 	p.pending[rec.uid] = struct{}{}
 	p.reinspect[rec.uid] = struct{}{} // and the next full relist, should the pod relist fail
 	signal(p.wakePods)

@@ -206,6 +206,10 @@ func (p *PLEG) commitInspectionLocked(in inspection, ts time.Time) []Event {
 	}
 	p.writeStatusLocked(rec, filterStatus(in.status, rec))
 	p.verifyLocked(rec)
+	if _, ok := p.lagging[uid]; ok && statusAgrees(rec) {
+		delete(p.lagging, uid)
+		evs = append(evs, Event{ID: uid, Type: PodSync})
+	}
 	return evs
 }
 

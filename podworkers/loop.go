@@ -197,6 +197,10 @@ func (w *Workers) run(c call) {
 		stop = w.disarmLocked(ps)
 		seq = ps.seq
 	}
+	// Stats counts the call as running until its timer is armed and its
+	// events observed, so a caller that waits for Queued == 0 and
+	// Running == 0 before stepping a fake clock never steps past the timer.
+	w.settling++
 	w.mu.Unlock()
 	if stop != nil {
 		stop.Stop()
@@ -205,6 +209,9 @@ func (w *Workers) run(c call) {
 		w.arm(ps, seq, next)
 	}
 	w.emit(evs)
+	w.mu.Lock()
+	w.settling--
+	w.mu.Unlock()
 }
 
 // arm starts ps's timer for d, unless ps was queued or re-armed meanwhile.

@@ -212,7 +212,10 @@ type Stats struct {
 	Finished int
 	// Queued counts pods ready for a call and waiting for a goroutine.
 	Queued int
-	// Running counts Syncer calls in flight.
+	// Running counts Syncer calls in flight, each until what follows it
+	// is done: its next call queued or its timer armed, and its events
+	// given to the observer. Queued == 0 and Running == 0 means nothing
+	// happens until an Update, a Wake or the clock.
 	Running int
 	// Goroutines is the number of goroutines the Workers holds now.
 	Goroutines int

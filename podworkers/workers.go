@@ -34,6 +34,7 @@ type Workers struct {
 	backoff  *backoff.Keyed[types.UID]
 	active   int // goroutines alive
 	busy     int // of which in a Syncer call
+	settling int // calls returned whose timer or events are not yet done
 	closed   bool
 	calls    uint64
 	failures uint64
@@ -258,7 +259,7 @@ func (w *Workers) Stats() Stats {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := Stats{Pods: len(w.pods), Queued: len(w.queue) - w.head, Running: w.busy,
+	s := Stats{Pods: len(w.pods), Queued: len(w.queue) - w.head, Running: w.busy + w.settling,
 		Goroutines: w.active, Calls: w.calls, Failures: w.failures}
 	for _, ps := range w.pods {
 		switch ps.phase {

@@ -428,3 +428,36 @@ func TestCloseWithSyncsInFlight(t *testing.T) {
 		t.Fatalf("Update after Close = %v", err)
 	}
 }
+
+// Stats counts a call as running until its timer is armed and its events
+// observed: a caller that steps a fake clock once Queued and Running are 0
+// never steps past the requeue, and has seen every event of the call.
+func TestIdleStatsMeanTimerArmedAndEventsObserved(t *testing.T) {
+	for i := range 200 {
+		clk := testclock.NewFakeClock(t0)
+		f := newFake()
+		f.syncPod = func(context.Context, rec) (podworkers.Result, error) {
+			return podworkers.Result{RequeueAfter: time.Second}, nil
+		}
+		var observed atomic.Int32
+		w := newWorkers(t, f, podworkers.WithClock(clk), podworkers.WithResyncInterval(0),
+			podworkers.WithObserver(func(e podworkers.Event) {
+				if e.Kind == podworkers.EventCall {
+					observed.Add(1)
+				}
+			}))
+		create(t, w, pod(fmt.Sprint("p", i)))
+		for s := w.Stats(); s.Queued != 0 || s.Running != 0; s = w.Stats() {
+			runtime.Gosched()
+		}
+		if !clk.HasWaiters() {
+			t.Fatalf("run %d: no call queued or running, and the requeue timer not armed", i)
+		}
+		if observed.Load() != 1 {
+			t.Fatalf("run %d: no call queued or running, and its event not observed", i)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -20,6 +20,7 @@ type eventHub struct {
 	cutAfter int           // CutEventStreamsAfter for new streams; < 0: off
 	dropped  int64         // lost to full subscriber buffers
 	skipped  int64         // lost to DropNextEvents
+	sent     int64         // put in subscriber buffers
 	changed  chan struct{} // closed and replaced when subs changes
 	lastAt   int64         // CreatedAt of the last event published
 }
@@ -63,6 +64,7 @@ func (r *Runtime) publishLocked(ev *runtimeapi.ContainerEventResponse) {
 	for s := range h.subs {
 		select {
 		case s.ch <- ev:
+			h.sent++
 		default:
 			h.dropped++
 		}
@@ -215,6 +217,19 @@ func (r *Runtime) WaitSubscribers(ctx context.Context, n int) error {
 			return fmt.Errorf("crisim: wait for %d subscribers: %w", n, ErrClosed)
 		}
 	}
+}
+
+// EventsSent returns how many event deliveries were made: one per event
+// and subscriber whose buffer took it. A single consumer that has received
+// as many events has every event published so far: a test stepping a fake
+// clock compares the two before the next step.
+func (r *Runtime) EventsSent() int64 {
+	if !r.ready() {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.events.sent
 }
 
 // EventsLost returns how many event deliveries were lost: to full

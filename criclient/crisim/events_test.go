@@ -119,3 +119,26 @@ func TestEventTimesNeverDecreaseUnderConcurrency(t *testing.T) {
 		last = ev.CreatedAt
 	}
 }
+
+// EventsSent counts one delivery per event and subscriber, so a consumer
+// that received as many has them all.
+func TestEventsSentCountsDeliveries(t *testing.T) {
+	n := startNode(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	a, b := n.events(t, ctx), n.events(t, ctx)
+	if got := n.rt.EventsSent(); got != 0 {
+		t.Fatalf("EventsSent before any event = %d, want 0", got)
+	}
+	n.runSandbox(t, "p") // CREATED and STARTED
+	for _, s := range []runtimeapi.RuntimeService_GetContainerEventsClient{a, b} {
+		for range 2 {
+			if _, err := s.Recv(); err != nil {
+				t.Fatalf("Recv: %v", err)
+			}
+		}
+	}
+	if got := n.rt.EventsSent(); got != 4 {
+		t.Fatalf("EventsSent after two events to two streams = %d, want 4", got)
+	}
+}

@@ -205,7 +205,7 @@ func TestMisuseZeroValues(t *testing.T) {
 		}
 		r.ResetCalls()
 		bufferFull, dropped := r.EventsLost()
-		if n := r.Calls("Version") + r.Downloads("busybox") + bufferFull + dropped + int64(r.InFlight("Version")+
+		if n := r.Calls("Version") + r.Downloads("busybox") + bufferFull + dropped + r.EventsSent() + int64(r.InFlight("Version")+
 			r.MaxInFlight("Version")+r.Subscribers()+r.CPUBusy()) + int64(r.CPUTime()); n != 0 {
 			t.Errorf("%s Runtime: counters sum to %d, want 0", name, n)
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/syncpod/syncpod/podworkers"
 )
 
 func waitIdle(t *testing.T, a *activity) {
@@ -22,7 +25,48 @@ func waitIdle(t *testing.T, a *activity) {
 	}
 }
 
-// A worker counts as busy from the wake (UpdatePod, or its requeue timer
+// testWorkers is the agent's pod workers over sync and kill, without the
+// rest of an agent; finished counts the pods that finished.
+type testWorkers struct {
+	*podworkers.Workers
+	syncer   *podSyncer
+	finished atomic.Int32
+}
+
+func newTestWorkers(t *testing.T, clk *clocktesting.FakeClock, sync func(context.Context, *corev1.Pod) syncResult,
+	kill func(context.Context, *corev1.Pod, time.Duration) error) *testWorkers {
+	t.Helper()
+	tw := &testWorkers{syncer: &podSyncer{sync: sync, kill: kill, terminated: func(types.UID) {},
+		orphan: func(context.Context, types.UID, time.Duration) {}, active: &activity{}}}
+	w, err := newPodWorkers(tw.syncer, clk, time.Second, func(types.UID) { tw.finished.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.Workers = w
+	return tw
+}
+
+func (tw *testWorkers) idle() bool { return tw.syncer.idle(tw.Workers) }
+
+func (tw *testWorkers) waitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a hang is a failure, not a speed test
+	for !tw.idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("never idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func update(t *testing.T, w *testWorkers, pod *corev1.Pod) {
+	t.Helper()
+	if err := w.Update(podworkers.PodUpdate{Type: podworkers.UpdateUpdate, Pod: pod}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A worker counts as busy from the wake (an update, or its requeue timer
 // firing inside the clock's Step) until its sync has returned and its next
 // timer is armed: a test stepping the clock whenever the count is zero can
 // never skip that timer.
@@ -35,29 +79,58 @@ func TestPodWorkersActivityCoversSyncAndRequeue(t *testing.T) {
 		<-release
 		return syncResult{requeueAfter: time.Minute}
 	}
-	w := newPodWorkers(clk, sync, func(context.Context, *corev1.Pod) error { return nil }, time.Second)
-	defer w.Stop()
+	w := newTestWorkers(t, clk, sync, func(context.Context, *corev1.Pod, time.Duration) error { return nil })
+	defer func() { _ = w.Close() }()
 	defer close(release)
-	w.UpdatePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
-	if w.active.idle() {
-		t.Fatal("idle right after UpdatePod")
+	update(t, w, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
+	if w.idle() {
+		t.Fatal("idle right after the update")
 	}
 	<-syncs
-	if w.active.idle() {
+	if w.idle() {
 		t.Fatal("idle during a sync")
 	}
 	release <- struct{}{}
-	waitIdle(t, w.active)
+	w.waitIdle(t)
 	if !clk.HasWaiters() {
 		t.Fatal("idle before the requeue timer was armed")
 	}
 	clk.Step(time.Minute)
-	if w.active.idle() {
+	if w.idle() {
 		t.Fatal("idle right after the requeue timer fired")
 	}
 	<-syncs
 	release <- struct{}{}
-	waitIdle(t, w.active)
+	w.waitIdle(t)
+}
+
+// A sync parked in the status cache's GetNewerThan leaves the workers
+// idle; the write that satisfies it makes them busy again.
+func TestPodWorkersParkedSyncIsIdle(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	store := newStatusCache()
+	t0 := time.Unix(100, 0)
+	store.UpdateTime(t0)
+	returned := make(chan struct{}, 1)
+	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
+		_, err := store.GetNewerThan(ctx, pod.UID, t0)
+		returned <- struct{}{}
+		return syncResult{err: err}
+	}
+	w := newTestWorkers(t, clk, sync, func(context.Context, *corev1.Pod, time.Duration) error { return nil })
+	store.trackReads(w.syncer.active)
+	defer func() { _ = w.Close() }()
+	update(t, w, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
+	w.waitIdle(t) // parked
+	if w.Stats().Running != 1 {
+		t.Fatalf("stats %+v, want the parked sync running", w.Stats())
+	}
+	store.UpdateTime(t0.Add(time.Second))
+	if w.idle() {
+		t.Fatal("idle right after the write that satisfies the parked sync")
+	}
+	<-returned
+	w.waitIdle(t)
 }
 
 // A read parked in GetNewerThan does not count; the write that satisfies

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/syncpod/syncpod/concurrentstart/admission"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,6 +14,10 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/examples/syncpod/agent/baseline"
+	"github.com/syncpod/syncpod/podworkers"
 )
 
 // ErrStopped is returned by calls on a stopped Agent.
@@ -33,7 +36,11 @@ type Agent struct {
 	cache        statusStore
 	backoff      *crashBackoff
 	images       imageGate
-	workers      *podWorkers
+	mode         podSyncMode         // the mode's SyncPod: syncpod or baseline
+	workers      *podworkers.Workers // the library's pod workers, calling syncer
+	syncer       *podSyncer
+	readds       readdSet              // pods added again while terminating
+	orphans      orphanWaits           // RemoveOrphans waiting for the workers
 	source       statusSource          // the PLEG: evented (syncpod) or relisting (baseline)
 	relister     *relister             // baseline: source, for its sync
 	lifecycle    *eventedLifecycle     // syncpod: source, for its sync
@@ -55,10 +62,9 @@ type Agent struct {
 	nameOnce sync.Once
 	rtName   string // the runtime's name (runtimeName)
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	lastSync map[types.UID]time.Time // baseline: end of the last sync, for GetNewerThan
+	mu      sync.Mutex
+	started bool
+	stopped bool
 
 	blocked       durationCounter // time workers spent blocked (pulls, cache waits)
 	unhealthy     durationCounter // time PLEG reported unhealthy (sampled)
@@ -121,14 +127,11 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		// A second at the kubelet's thresholds (minutes); a tighter
 		// threshold is sampled four times per threshold, so that a stall
 		// only a few thresholds long is seen.
-		threshold := cfg.healthThreshold
-		if threshold <= 0 {
-			threshold = cfg.scaled(relistThreshold)
-		}
+		threshold := cfg.plegThreshold()
 		cfg.sampleEvery = min(defaultHealthSampling, max(threshold/4, time.Millisecond))
 	}
 	a := &Agent{cfg: cfg, runtime: &runtimeLayer{rt: rt, img: img}, clock: cfg.clock, log: cfg.log,
-		lastSync: map[types.UID]time.Time{}, expects: map[types.UID]*expectations{}, active: &activity{}}
+		expects: map[types.UID]*expectations{}, active: &activity{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	m, err := newMetrics(cfg.registerer)
 	if err != nil {
@@ -148,22 +151,30 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
 	a.volumes = newVolumeManager(cfg.podDir, a.log)
-	syncMode := a.syncSyncPod
+	a.mode = podSyncMode(syncpodMode{a})
 	if cfg.mode == ModeBaseline {
-		syncMode = a.syncBaseline
+		a.mode = baselineMode{a: a, s: baseline.New(a.clock)}
 	}
 	if cfg.statusHook != nil {
 		a.notifier = newStatusNotifier()
 	}
-	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
-		res := syncMode(ctx, pod)
-		a.podStatusChanged(pod.UID) // its waiting reasons may have changed
-		return res
+	a.syncer = &podSyncer{
+		sync: func(ctx context.Context, pod *corev1.Pod) syncResult {
+			res := a.mode.sync(ctx, pod)
+			a.podStatusChanged(pod.UID) // its waiting reasons may have changed
+			return res
+		},
+		kill:       a.killPod,
+		terminated: a.forgetPod,
+		orphan: func(ctx context.Context, uid types.UID, grace time.Duration) {
+			a.orphans.done(uid, a.removeOrphan(ctx, uid, grace))
+		},
+		active: a.active,
 	}
-	a.workers = newPodWorkers(a.clock, sync, a.killPod, cfg.scaled(syncErrorBackoff))
-	a.workers.onExit = a.forgetPod
-	a.workers.active = a.active
-	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.workers.Wake, a.podStatusChanged)
+	if a.workers, err = newPodWorkers(a.syncer, a.clock, cfg.scaled(syncErrorBackoff), a.podFinished); err != nil {
+		return nil, fmt.Errorf("agent: New: %w", err)
+	}
+	a.prober = newProber(a.runProbe, a.clock, a.log, cfg.probeWorkers, a.active, a.emit, a.wake, a.podStatusChanged)
 
 	observePull := func(image string, d time.Duration, err error) {
 		a.metrics.observePull(d, err)
@@ -171,10 +182,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	observeRelist := func(d time.Duration, err error) { a.metrics.relist.Observe(d.Seconds()) }
 	if cfg.mode == ModeBaseline {
-		threshold := cfg.healthThreshold
-		if threshold == 0 {
-			threshold = cfg.scaled(relistThreshold)
-		}
+		threshold := cfg.plegThreshold()
 		period := cfg.scaled(relistPeriod)
 		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
 		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },
@@ -183,7 +191,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 		a.source = a.relister
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.wake, observePull)
 		if err != nil {
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}
@@ -252,7 +260,7 @@ func (a *Agent) Apply(u PodUpdate) {
 		a.pods.desire(pod, a.clock.Now(), u.Op == OpAdd)
 		a.emit(Event{Type: u.Op.String(), Pod: podKey(pod)})
 		a.images.prefetch(a.ctx, pod, a.podSandboxConfig(pod, 0))
-		a.workers.UpdatePod(pod)
+		a.updatePod(pod, u.Op)
 		a.podStatusChanged(pod.UID)
 	case OpDelete:
 		uid := u.UID
@@ -274,7 +282,7 @@ func (a *Agent) Apply(u PodUpdate) {
 		if u.Pod != nil {
 			grace = u.Pod.DeletionGracePeriodSeconds
 		}
-		a.workers.KillPod(uid, grace)
+		a.killPodWorker(uid, grace)
 	}
 }
 
@@ -287,7 +295,7 @@ func (a *Agent) Stop() {
 		a.mu.Lock()
 		a.stopped = true
 		a.mu.Unlock()
-		a.workers.Stop()
+		_ = a.workers.Close()
 		a.cancel()
 		a.wg.Wait()
 		a.prober.close()
@@ -327,8 +335,9 @@ func (a *Agent) removeSandbox(ctx context.Context, id string) error {
 	return nil
 }
 
-// killPod is the worker's termination: remove everything the pod has.
-func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
+// killPod is the worker's termination: remove everything the pod has,
+// its containers stopped within grace.
+func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod, grace time.Duration) error {
 	a.images.forget(pod.UID)
 	a.forgetAdmission(pod)
 	// A pod re-added while it is killed starts from nothing.
@@ -343,7 +352,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	for _, sb := range sbs {
 		// A failed graceful stop still removes the pod: removeSandbox
 		// kills what did not stop.
-		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(killGracePeriod(pod)), sb.Id); err != nil {
+		if err := a.stopContainersGracefully(ctx, pod, a.capGrace(grace), sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s: %w", podKey(pod), err))
 		}
 	}
@@ -371,16 +380,16 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
-// forgetPod drops every per-pod entry once its worker is gone, so churn
+// forgetPod drops every per-pod entry once its pod terminated, so churn
 // leaves nothing behind.
 func (a *Agent) forgetPod(uid types.UID) {
 	a.cache.Delete(uid)
 	a.backoff.forgetPrefix(string(uid) + "/")
 	a.prober.forget(uid)
 	a.pods.remove(uid)
+	a.mode.forget(uid)
 	a.volumes.forget(uid)
 	a.mu.Lock()
-	delete(a.lastSync, uid)
 	delete(a.expects, uid)
 	a.mu.Unlock()
 }
@@ -449,7 +458,7 @@ func (a *Agent) expectationsFor(uid types.UID) *expectations {
 // that would have reacted sooner. The pleg package's own goroutines and
 // the runtime are not covered.
 func (a *Agent) quiescent() bool {
-	return a.active.idle() && a.images.inFlight() == 0 && a.source.drained()
+	return a.syncer.idle(a.workers) && a.images.inFlight() == 0 && a.source.drained()
 }
 
 func (a *Agent) maxRelist() time.Duration {

@@ -1,7 +1,23 @@
 // Package agent is the syncpod example's node agent: it runs corev1.Pods on
-// a CRI runtime, composed from syncpod's packages (asyncpull, pleg,
-// statecache, concurrentstart/admission, criclient/podcri, locks), or, in
-// ModeBaseline, the way today's kubelet does, for comparison.
+// a CRI runtime. It is the composition of the library's parts, in the
+// kubelet's shape, and the reference for composing them:
+//
+//   - podworkers runs the pod workers: the agent's pod syncer (workers.go)
+//     is its Syncer (SyncPod, SyncTerminatingPod, SyncTerminatedPod, and
+//     SyncTerminatingRuntimePod for the orphans RemoveOrphans finds); the
+//     PLEG, the image puller and the prober wake a pod by UID, a failed
+//     sync is retried after podworkers' back-off, a kill cancels a running
+//     sync and is never lost;
+//   - criclient/podcri builds the sandbox and container configs, the
+//     container hash, labels and annotations, and the corev1.PodStatus;
+//   - concurrentstart/podplan turns the pod spec into a start plan that
+//     concurrentstart runs, under concurrentstart/admission's node-wide
+//     start admission;
+//   - asyncpull pulls images without blocking a worker;
+//   - pleg (evented, with its relisting safety net) keeps the pods'
+//     runtime statuses in statecache, and wakes their workers.
+//
+// In use:
 //
 //	a, err := agent.New(client, client)         // a criclient.Client, or any cri-api RuntimeService + ImageManagerService
 //	if err != nil { ... }
@@ -10,12 +26,34 @@
 //	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: pod}) // or let a source feed it (package manifest)
 //	snap := a.Snapshot()                        // pods, states, startup latencies, PLEG mode and health
 //
-// Shape, as the kubelet's: one worker per pod runs its syncs; a sync
-// computes what to do (the pod's actions, from the pod, its cached runtime status
-// and the agent's per-pod state), then does it; every RuntimeService and
-// ImageManagerService call goes through one runtime layer (runtime.go, the
-// kubelet's kuberuntime). WithNode says how pods sit on the node,
-// WithTuning sets the bounds and periods.
+// Shape, as the kubelet's:
+//
+//   - The pod workers' phases: SyncPod until the pod is deleted, then
+//     SyncTerminatingPod (stop the containers within the grace period,
+//     remove them and the sandbox), then SyncTerminatedPod (drop every
+//     per-pod entry); a pod added again while it terminates starts a new
+//     life once the termination finished.
+//   - SyncPod, in order: (1) the pod's runtime status, from the status
+//     source; (2) one pure function (actions.go, the kubelet's compute pod
+//     actions) computes the pod's complete actions from the pod, that
+//     status, the crash-loop back-off and the probes; (3) a pod that must
+//     start over is killed, a stale duplicate sandbox removed, a finished
+//     pod's sandbox stopped; (4) the sandbox config is built once; (5) in
+//     syncpod mode every image of the pod is asked for, without waiting;
+//     (6) the sandbox is created if needed; (7) the containers to replace
+//     are killed; (8) the init chain, then the regular containers, are
+//     started (in baseline mode one init container, or the regular ones
+//     one after another, each pulling first).
+//   - One runtime layer (runtime.go, the kubelet's kuberuntime) makes every
+//     RuntimeService and ImageManagerService call.
+//   - The two modes sit behind two small interfaces, chosen once in New:
+//     the status source (the evented pleg, or the baseline's 1 s relist)
+//     and the sync mode (syncpod mode, or package baseline, which orders a
+//     sync as today's kubelet does). No code outside New asks which mode
+//     runs.
+//
+// WithNode says how pods sit on the node, WithTuning sets the bounds and
+// periods.
 //
 // Guarantees: one worker per pod; updates coalesce (the last desired state
 // wins); a delete cancels the pod's running sync, stops its containers as

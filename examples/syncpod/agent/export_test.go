@@ -50,18 +50,22 @@ const (
 
 	RelistPeriod = relistPeriod
 
+	SyncErrorBackoff   = syncErrorBackoff
+	RuntimeRetryPeriod = runtimeRetryPeriod
+
 	PodPending = reportPending
 	PodRunning = reportRunning
 )
 
 // The single-setting options the tests use, over WithTuning and WithNode.
 
-func WithTimeScale(f float64) Option             { return WithTuning(Tuning{TimeScale: f}) }
-func WithPullParallelism(n int) Option           { return WithTuning(Tuning{PullParallelism: n}) }
-func WithStartParallelism(n int) Option          { return WithTuning(Tuning{StartParallelism: n}) }
-func WithProbeWorkers(n int) Option              { return WithTuning(Tuning{ProbeWorkers: n}) }
-func WithHealthThreshold(d time.Duration) Option { return WithTuning(Tuning{HealthThreshold: d}) }
-func WithHealthSampling(d time.Duration) Option  { return WithTuning(Tuning{HealthSampling: d}) }
-func WithSafetyRelist(d time.Duration) Option    { return WithTuning(Tuning{SafetyRelist: d}) }
-func WithPodDir(dir string) Option               { return WithNode(Node{PodDir: dir}) }
-func WithNodeIP(ip string) Option                { return WithNode(Node{IP: ip}) }
+func WithTimeScale(f float64) Option               { return WithTuning(Tuning{TimeScale: f}) }
+func WithPullParallelism(n int) Option             { return WithTuning(Tuning{PullParallelism: n}) }
+func WithStartParallelism(n int) Option            { return WithTuning(Tuning{StartParallelism: n}) }
+func WithProbeWorkers(n int) Option                { return WithTuning(Tuning{ProbeWorkers: n}) }
+func WithHealthThreshold(d time.Duration) Option   { return WithTuning(Tuning{HealthThreshold: d}) }
+func WithHealthSampling(d time.Duration) Option    { return WithTuning(Tuning{HealthSampling: d}) }
+func WithSafetyRelist(d time.Duration) Option      { return WithTuning(Tuning{SafetyRelist: d}) }
+func WithPodDir(dir string) Option                 { return WithNode(Node{PodDir: dir}) }
+func WithNodeIP(ip string) Option                  { return WithNode(Node{IP: ip}) }
+func (a *Agent) PLEGHealth() (bool, error, string) { return a.plegHealth() }

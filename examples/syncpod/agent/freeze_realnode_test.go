@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/examples/syncpod/agent"
@@ -41,6 +42,7 @@ type agentFreezeReport struct {
 	toHealthy time.Duration // from the thaw until Healthy() was nil again
 	stats     agent.Stats
 	lost      []string
+	trace     []string // the agent's events for the pods added during the freeze, from T
 }
 
 func (r agentFreezeReport) String() string {
@@ -54,6 +56,9 @@ func (r agentFreezeReport) String() string {
 			v = "unhealthy: " + c.err
 		}
 		fmt.Fprintf(&b, "agent-%-8s   Healthy() at T%+.1fs: %s\n", r.mode, c.at.Seconds(), v)
+	}
+	for _, l := range r.trace {
+		fmt.Fprintf(&b, "agent-%-8s   %s\n", r.mode, l)
 	}
 	if len(r.lost) > 0 {
 		fmt.Fprintf(&b, "agent-%-8s   LOST: %s\n", r.mode, strings.Join(r.lost, "; "))
@@ -135,13 +140,63 @@ func freezePod(name, img string) *corev1.Pod {
 	}
 }
 
+// tracingRuntime notes the sandbox and container creations of the traced
+// pods, as events named after the call, at the call's end.
+type tracingRuntime struct {
+	cri.RuntimeService
+	traced map[string]bool
+	note   func(agent.Event)
+}
+
+func (r *tracingRuntime) call(pod *runtimeapi.PodSandboxMetadata, what string, begin time.Time, err error) {
+	key := pod.GetNamespace() + "/" + pod.GetName()
+	if r.traced[key] {
+		r.note(agent.Event{Time: time.Now(), Type: "CRI " + what, Pod: key, Attempt: pod.GetAttempt(), Duration: time.Since(begin), Err: err})
+	}
+}
+
+func (r *tracingRuntime) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	begin := time.Now()
+	id, err := r.RuntimeService.RunPodSandbox(ctx, cfg, handler)
+	r.call(cfg.GetMetadata(), "RunPodSandbox", begin, err)
+	return id, err
+}
+
+func (r *tracingRuntime) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	begin := time.Now()
+	id, err := r.RuntimeService.CreateContainer(ctx, sb, cfg, sbCfg)
+	r.call(sbCfg.GetMetadata(), "CreateContainer "+cfg.GetMetadata().GetName(), begin, err)
+	return id, err
+}
+
 // runAgentFreeze runs s with an agent in mode on a node of its own. It
 // fails t only for what must hold in every run: nothing lost.
 func runAgentFreeze(t *testing.T, mode agent.Mode, s agentFreeze) agentFreezeReport {
 	n := testnode.Start(t)
 	img := n.PushImage(t, "syncpod/freeze", testnode.WithSize(4<<20))
-	a := startRealAgent(t, n, nil, agent.WithMode(mode))
 	name := func(i int) string { return fmt.Sprintf("freeze-%02d", i) }
+	// The events of the pods added during the freeze, to tell where the
+	// time after the thaw goes.
+	var traceMu sync.Mutex
+	var trace []agent.Event
+	traced := map[string]bool{}
+	for i := s.running; i < s.running+s.created; i++ {
+		traced["default/"+name(i)] = true
+	}
+	wrap := func(rt cri.RuntimeService) cri.RuntimeService {
+		return &tracingRuntime{RuntimeService: rt, traced: traced, note: func(e agent.Event) {
+			traceMu.Lock()
+			trace = append(trace, e)
+			traceMu.Unlock()
+		}}
+	}
+	a := startRealAgent(t, n, wrap, agent.WithMode(mode), agent.WithEventHook(func(e agent.Event) {
+		if traced[e.Pod] {
+			traceMu.Lock()
+			trace = append(trace, e)
+			traceMu.Unlock()
+		}
+	}))
 	add := func(from, to int) {
 		for i := from; i < to; i++ {
 			a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: freezePod(name(i), img)})
@@ -181,6 +236,18 @@ func runAgentFreeze(t *testing.T, mode agent.Mode, s agentFreeze) agentFreezeRep
 	rep.toRunning = time.Since(thawed)
 	rep.changes = hw.end(t0)
 	rep.stats = a.Stats()
+	traceMu.Lock()
+	for _, e := range trace {
+		l := fmt.Sprintf("T%+.1fs %s %s %s/%d", e.Time.Sub(t0).Seconds(), e.Pod, e.Type, e.Container, e.Attempt)
+		if e.Duration > 0 {
+			l += " " + e.Duration.Round(time.Millisecond).String()
+		}
+		if e.Err != nil {
+			l += ": " + e.Err.Error()
+		}
+		rep.trace = append(rep.trace, l)
+	}
+	traceMu.Unlock()
 
 	// Nothing lost: one ready sandbox per pod, one running app container,
 	// never created twice.

@@ -9,8 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/syncpod/syncpod/podworkers"
 )
 
 func testPod(init []corev1.Container, containers ...string) *corev1.Pod {
@@ -197,15 +198,15 @@ func TestPodWorkersCoalesceLastWins(t *testing.T) {
 		}
 		return syncResult{}
 	}
-	w := newPodWorkers(clk, sync, func(context.Context, *corev1.Pod) error { return nil }, time.Second)
-	defer w.Stop()
+	w := newTestWorkers(t, clk, sync, func(context.Context, *corev1.Pod, time.Duration) error { return nil })
+	defer func() { _ = w.Close() }()
 	mk := func(v string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Annotations: map[string]string{"v": v}}}
 	}
-	w.UpdatePod(mk("1"))
+	update(t, w, mk("1"))
 	<-entered // sync of v1 is running
 	for _, v := range []string{"2", "3", "4"} {
-		w.UpdatePod(mk(v))
+		update(t, w, mk(v))
 	}
 	close(release)
 	<-entered
@@ -220,31 +221,35 @@ func TestPodWorkersKillCancelsRunningSync(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	entered := make(chan struct{})
 	var cancelled, killed atomic.Bool
-	var exited atomic.Int32
 	sync := func(ctx context.Context, pod *corev1.Pod) syncResult {
 		close(entered)
 		<-ctx.Done()
 		cancelled.Store(true)
 		return syncResult{err: ctx.Err()}
 	}
-	kill := func(ctx context.Context, pod *corev1.Pod) error {
+	kill := func(ctx context.Context, pod *corev1.Pod, grace time.Duration) error {
 		if ctx.Err() != nil {
 			t.Error("kill got a cancelled context")
+		}
+		if grace != 5*time.Second {
+			t.Errorf("kill got grace %v, want the deletion's 5s", grace)
 		}
 		killed.Store(true)
 		return nil
 	}
-	w := newPodWorkers(clk, sync, kill, time.Second)
-	w.onExit = func(uid types.UID) { exited.Add(1) }
-	w.UpdatePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
+	w := newTestWorkers(t, clk, sync, kill)
+	update(t, w, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}})
 	<-entered
-	w.KillPod("u", nil)
-	for w.Len() != 0 {
+	grace := 5 * time.Second
+	if err := w.Update(podworkers.PodUpdate{Type: podworkers.UpdateKill, RuntimePod: &podworkers.RuntimePod{UID: "u"}, GracePeriod: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	for w.finished.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	w.Stop()
-	if !cancelled.Load() || !killed.Load() || exited.Load() != 1 {
-		t.Fatalf("cancelled=%v killed=%v exited=%d", cancelled.Load(), killed.Load(), exited.Load())
+	_ = w.Close()
+	if !cancelled.Load() || !killed.Load() || w.finished.Load() != 1 || w.Phase("u") != podworkers.PhaseFinished {
+		t.Fatalf("cancelled=%v killed=%v finished=%d phase=%v", cancelled.Load(), killed.Load(), w.finished.Load(), w.Phase("u"))
 	}
 }
 

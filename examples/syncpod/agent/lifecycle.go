@@ -62,10 +62,7 @@ func (o plegObserver) modeChanged(from, to pleg.Mode, cause error) {
 func newEventedLifecycle(a *Agent) (*eventedLifecycle, error) {
 	cfg := a.cfg
 	l := &eventedLifecycle{cache: statecache.New[types.UID, *pleg.PodStatus](), keys: newKeyCounter(), wake: a.wakeAndReport, log: a.log}
-	threshold := cfg.healthThreshold
-	if threshold == 0 {
-		threshold = cfg.scaled(relistThreshold)
-	}
+	threshold := cfg.plegThreshold()
 	safety := cfg.safetyRelist
 	if safety == 0 {
 		safety = cfg.scaled(eventedRelistPeriod)
@@ -114,10 +111,12 @@ func (l *eventedLifecycle) status(uid types.UID) (*runtimePodStatus, error) {
 	return fromPLEG(uid, ps), nil
 }
 
-// drained reports whether every event the PLEG delivered has been passed
+// drained reports whether every event the PLEG received has been carried
+// into its cache and onto the Watch channel, and every one delivered passed
 // on to its worker (the PLEG counts an event delivered as it sends it).
 func (l *eventedLifecycle) drained() bool {
-	return len(l.p.Watch()) == 0 && l.p.Stats().Delivered == l.handled.Load()
+	st := l.p.Stats()
+	return len(l.p.Watch()) == 0 && st.Outbox == 0 && st.Delivered == l.handled.Load()
 }
 
 func (l *eventedLifecycle) relistMax() time.Duration {

@@ -280,6 +280,15 @@ func (c *config) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.scale)
 }
 
+// plegThreshold is the PLEG's health threshold: the one set, else the
+// kubelet's 3 minutes, scaled.
+func (c *config) plegThreshold() time.Duration {
+	if c.healthThreshold > 0 {
+		return c.healthThreshold
+	}
+	return c.scaled(relistThreshold)
+}
+
 // Defaults of Tuning's bounds.
 const (
 	// defaultPullParallelism: containerd's default max_concurrent_downloads.

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/syncpod/syncpod/criclient/podcri"
+	"github.com/syncpod/syncpod/podworkers"
 )
 
 // RemoveOrphans removes every pod on the runtime that the agent (or an
@@ -37,31 +40,64 @@ func (a *Agent) RemoveOrphans(ctx context.Context) ([]string, error) {
 	var removed []string
 	var errs []error
 	left := map[types.UID]bool{} // pods that keep a sandbox
+	type orphan struct {
+		rp    podworkers.RuntimePod
+		grace time.Duration
+		wait  <-chan orphanResult
+	}
+	var orphans []*orphan
+	byUID := map[types.UID]*orphan{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.GetLabels()[labelPodUID])
-		if a.workers.Known(uid) {
+		if a.known(uid) {
 			left[uid] = true
 			continue
 		}
-		name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
 		grace, err := a.orphanGrace(ctx, sb.Id)
-		if err == nil {
-			err = a.stopContainersGracefully(ctx, nil, grace, sb.Id)
+		if uid == "" { // not one a worker can take: removed here
+			res := a.removeOrphanSandbox(ctx, sb, grace, err)
+			removed, errs = append(removed, res.removed...), append(errs, res.err)
+			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("orphan %s/%s: %w", sb.GetMetadata().GetNamespace(), sb.GetMetadata().GetName(), err))
+			grace = 30 * time.Second
 		}
-		if err := a.removeSandbox(ctx, sb.Id); err != nil {
-			errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))
-			left[uid] = true
-			continue
+		o := byUID[uid]
+		if o == nil {
+			o = &orphan{rp: podworkers.RuntimePod{UID: uid, Namespace: sb.GetMetadata().GetNamespace(), Name: sb.GetMetadata().GetName()}}
+			byUID[uid] = o
+			orphans = append(orphans, o)
 		}
-		a.log.Info("removed an orphaned pod", zap.String("pod", name), zap.String("sandbox", sb.Id))
-		if !slices.Contains(removed, name) {
-			removed = append(removed, name)
+		o.grace = max(o.grace, grace)
+	}
+	// Each orphan is killed by its pod worker (SyncTerminatingRuntimePod),
+	// as the kubelet's housekeeping hands its runtime pods to the workers.
+	for _, o := range orphans {
+		o.wait = a.orphans.add(o.rp.UID)
+		if err := a.workers.Update(podworkers.PodUpdate{Type: podworkers.UpdateKill, RuntimePod: &o.rp, GracePeriod: &o.grace}); err != nil {
+			a.orphans.done(o.rp.UID, orphanResult{err: fmt.Errorf("orphan %s/%s: %w", o.rp.Namespace, o.rp.Name, err), left: true})
 		}
 	}
-	if _, err := a.removePodDirs(func(uid types.UID) bool { return left[uid] || a.workers.Known(uid) }); err != nil {
+	for _, o := range orphans {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("agent: RemoveOrphans: %w", ctx.Err())
+		case <-a.ctx.Done():
+			return nil, ErrStopped
+		case res := <-o.wait:
+			errs = append(errs, res.err)
+			if res.left {
+				left[o.rp.UID] = true
+			}
+			for _, name := range res.removed {
+				if !slices.Contains(removed, name) {
+					removed = append(removed, name)
+				}
+			}
+		}
+	}
+	if _, err := a.removePodDirs(func(uid types.UID) bool { return left[uid] || a.known(uid) }); err != nil {
 		errs = append(errs, fmt.Errorf("orphaned pod directories: %w", err))
 	}
 	slices.Sort(removed)
@@ -85,4 +121,78 @@ func (a *Agent) orphanGrace(ctx context.Context, id string) (time.Duration, erro
 		grace = 30
 	}
 	return time.Duration(grace) * time.Second, nil
+}
+
+// orphanResult is what removing one orphan did.
+type orphanResult struct {
+	removed []string // namespace/name of each sandbox removed
+	err     error
+	left    bool // a sandbox of it is still on the runtime
+}
+
+// removeOrphan stops and removes every sandbox of pod uid, each
+// gracefully within grace: SyncTerminatingRuntimePod's work.
+func (a *Agent) removeOrphan(ctx context.Context, uid types.UID, grace time.Duration) orphanResult {
+	sbs, err := a.runtime.sandboxes(ctx, map[string]string{labelPodUID: string(uid)})
+	if err != nil {
+		return orphanResult{err: fmt.Errorf("orphan %s: ListPodSandbox: %w", uid, err), left: true}
+	}
+	var res orphanResult
+	var errs []error
+	for _, sb := range sbs {
+		r := a.removeOrphanSandbox(ctx, sb, grace, nil)
+		res.removed = append(res.removed, r.removed...)
+		res.left = res.left || r.left
+		errs = append(errs, r.err)
+	}
+	res.err = errors.Join(errs...)
+	return res
+}
+
+// removeOrphanSandbox stops sandbox sb's containers within grace (unless
+// reading the grace failed with graceErr) and removes it.
+func (a *Agent) removeOrphanSandbox(ctx context.Context, sb *runtimeapi.PodSandbox, grace time.Duration, graceErr error) orphanResult {
+	name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
+	var errs []error
+	err := graceErr
+	if err == nil {
+		err = a.stopContainersGracefully(ctx, nil, grace, sb.Id)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))
+	}
+	if err := a.removeSandbox(ctx, sb.Id); err != nil {
+		errs = append(errs, fmt.Errorf("orphan %s: %w", name, err))
+		return orphanResult{err: errors.Join(errs...), left: true}
+	}
+	a.log.Info("removed an orphaned pod", zap.String("pod", name), zap.String("sandbox", sb.Id))
+	return orphanResult{removed: []string{name}, err: errors.Join(errs...)}
+}
+
+// orphanWaits hands each orphan's removal from its worker to the
+// RemoveOrphans waiting for it.
+type orphanWaits struct {
+	mu sync.Mutex
+	m  map[types.UID]chan orphanResult
+}
+
+func (o *orphanWaits) add(uid types.UID) <-chan orphanResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[types.UID]chan orphanResult{}
+	}
+	ch := make(chan orphanResult, 1)
+	o.m[uid] = ch
+	return ch
+}
+
+func (o *orphanWaits) done(uid types.UID, res orphanResult) {
+	o.mu.Lock()
+	ch := o.m[uid]
+	delete(o.m, uid)
+	o.mu.Unlock()
+	if ch != nil {
+		ch <- res
+	}
 }

@@ -262,6 +262,12 @@ func (a *Agent) Healthy() error {
 		return err
 	}
 	ok, err, _ := a.plegHealth()
+	if rerr := a.runtimeRecovering(ok); rerr != nil {
+		if err != nil {
+			rerr = fmt.Errorf("%w: %v", rerr, err)
+		}
+		return rerr
+	}
 	if ok {
 		return nil
 	}

@@ -74,7 +74,10 @@ func (f *fakeNode) drive(what string, cond func() bool) {
 		for _, c := range f.n.rt.CallCounts() {
 			calls += int(c)
 		}
-		return f.a.Quiescent() && runtimeIdle(f.n.rt), calls + len(f.ev.find(func(agent.Event) bool { return true }))
+		// An event the runtime sent and the PLEG has not received yet
+		// is in neither count: the step would overtake it.
+		received := f.n.rt.EventsSent() == int64(f.a.Stats().PLEG.RuntimeEvents)
+		return received && f.a.Quiescent() && runtimeIdle(f.n.rt), calls + len(f.ev.find(func(agent.Event) bool { return true }))
 	}
 	for !cond() {
 		if time.Now().After(deadline) {

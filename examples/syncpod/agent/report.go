@@ -419,7 +419,7 @@ type Stats struct {
 // Stats returns the agent's totals so far.
 func (a *Agent) Stats() Stats {
 	a.mu.Lock()
-	last := len(a.lastSync) + len(a.expects)
+	last := a.mode.len() + len(a.expects) + a.readds.len()
 	a.mu.Unlock()
 	ps, _ := a.source.stats()
 	startups, total := a.pods.startupLatencies()
@@ -430,7 +430,7 @@ func (a *Agent) Stats() Stats {
 		WorkerBlocked: a.blocked.get(),
 		MaxRelist:     a.maxRelist(),
 		PLEGUnhealthy: a.unhealthy.get(),
-		Workers:       a.workers.Len(),
+		Workers:       a.liveWorkers(),
 		CacheEntries:  a.pods.len() + last + a.backoff.len() + a.cacheLen(),
 	}
 }

@@ -30,14 +30,27 @@ type runtimeHealth struct {
 	calling  time.Time                    // when the Status call in flight began, zero when none is
 	lastErr  error                        // the last Status error, nil after an answer
 	notReady *runtimeapi.RuntimeCondition // RuntimeReady false in the last answer
+	// recovered is when the runtime answered ready after being down, zero
+	// once the PLEG has been seen healthy since: until then an unhealthy
+	// PLEG is the runtime's doing (its relists and events waited on it).
+	recovered time.Time
 }
 
 // checkRuntime runs the runtime check until ctx ends.
 func (a *Agent) checkRuntime(ctx context.Context) {
 	for {
 		next := a.cfg.scaled(runtimeCheckPeriod)
-		if !a.checkRuntimeOnce(ctx, a.cfg.scaled(runtimeDownAfter)) {
+		ok, recovered := a.checkRuntimeOnce(ctx, a.cfg.scaled(runtimeDownAfter))
+		if !ok {
 			next = a.cfg.scaled(runtimeRetryPeriod)
+		}
+		if recovered {
+			// A sync that failed while the runtime was down (a call that
+			// timed out) would wait out its back-off; the runtime answers
+			// now, so it is retried at once.
+			for _, uid := range a.syncer.failedPods() {
+				a.wake(uid)
+			}
 		}
 		t := a.clock.NewTimer(next)
 		select {
@@ -50,8 +63,9 @@ func (a *Agent) checkRuntime(ctx context.Context) {
 }
 
 // checkRuntimeOnce makes one Status call, given at most timeout, and
-// reports whether the runtime answered ready.
-func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) bool {
+// reports whether the runtime answered ready, and whether it did so after
+// being down.
+func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) (ok, recovered bool) {
 	h := &a.runtimeHealth
 	h.mu.Lock()
 	h.calling = a.clock.Now()
@@ -61,13 +75,16 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 	resp, err := a.runtime.status(cctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := a.clock.Now()
+	wasDown := h.lastErr != nil || h.notReady != nil || now.Sub(h.calling) > timeout
+	began := h.calling
 	h.calling = time.Time{}
 	if ctx.Err() != nil {
-		return true // shutting down: not the runtime's fault
+		return true, false // shutting down: not the runtime's fault
 	}
 	if err != nil {
 		h.lastErr = err
-		return false
+		return false, false
 	}
 	h.lastErr, h.notReady = nil, nil
 	for _, c := range resp.GetStatus().GetConditions() {
@@ -75,7 +92,29 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) boo
 			h.notReady = c
 		}
 	}
-	return h.notReady == nil
+	if h.notReady == nil && (wasDown || now.Sub(began) > timeout) {
+		h.recovered = now
+		return true, true
+	}
+	return h.notReady == nil, false
+}
+
+// runtimeRecovering says, while the PLEG is not healthy, whether that is
+// because the runtime was down moments ago: the runtime answered ready
+// again within the PLEG's health threshold and the PLEG has not been
+// healthy since. plegOK clears it for good.
+func (a *Agent) runtimeRecovering(plegOK bool) error {
+	h := &a.runtimeHealth
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recovered.IsZero() {
+		return nil
+	}
+	if plegOK || a.clock.Since(h.recovered) > a.cfg.plegThreshold() {
+		h.recovered = time.Time{}
+		return nil
+	}
+	return fmt.Errorf("agent: container runtime answering again for %v after it was down; the PLEG has not caught up yet", a.clock.Since(h.recovered).Round(time.Millisecond))
 }
 
 // runtimeDown says why the runtime is not a healthy one to run pods on,

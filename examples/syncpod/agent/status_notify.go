@@ -93,6 +93,6 @@ func (a *Agent) podStatusChanged(uid types.UID) {
 // wakeAndReport wakes uid's worker and reports a possible status change:
 // what a runtime event means for a pod.
 func (a *Agent) wakeAndReport(uid types.UID) {
-	a.workers.Wake(uid)
+	a.wake(uid)
 	a.podStatusChanged(uid)
 }
