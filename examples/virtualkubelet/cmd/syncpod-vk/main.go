@@ -6,7 +6,12 @@
 //	syncpod-vk -kubeconfig ~/.kube/config -cri-endpoint unix:///run/containerd/containerd.sock -pod-log-dir /var/log/pods
 //
 // The node registers itself (with the taint virtual-kubelet.io/provider=syncpod:NoSchedule
-// unless -taint=false), watches the pods scheduled to it and reports their
+// unless -taint=false), reports its own status as a kubelet does (capacity
+// and allocatable, the host's unless -cpu, -memory, -ephemeral-storage, -pods
+// say, less -system-reserved and -kube-reserved; the pressure conditions and
+// Ready, naming the runtime when it is down; addresses; nodeInfo with the CRI
+// Version; a Lease renewed while the process runs: see README.md, Node
+// status), watches the pods scheduled to it and reports their
 // statuses. With -nodes N one process runs N such nodes, each on its own
 // simulated runtime, to load a control plane as kubemark's hollow nodes
 // do. Logs, exec, attach and port-forward are not served. See the
