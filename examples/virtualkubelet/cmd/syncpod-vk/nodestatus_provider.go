@@ -96,7 +96,10 @@ func (s *nodeStatus) Ping(ctx context.Context) error { return ctx.Err() }
 // NotifyNodeStatus pushes every change of the node status to cb until
 // ctx ends, from one goroutine (it returns at once). virtual-kubelet's cb
 // hands the node to its control loop through a one-slot channel, so a
-// push waits while the controller patches the previous one.
+// push waits while the controller patches the previous one. That send
+// cannot be abandoned: the goroutine checks ctx before each push and
+// pushes at most once per healthPollPeriod, so that it is not caught
+// sending to a controller that has just stopped.
 func (s *nodeStatus) NotifyNodeStatus(ctx context.Context, cb func(*corev1.Node)) {
 	go func() {
 		t := s.clk.NewTicker(healthPollPeriod)
