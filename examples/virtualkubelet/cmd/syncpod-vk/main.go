@@ -6,7 +6,12 @@
 //	syncpod-vk -kubeconfig ~/.kube/config -cri-endpoint unix:///run/containerd/containerd.sock -pod-log-dir /var/log/pods
 //
 // The node registers itself (with the taint virtual-kubelet.io/provider=syncpod:NoSchedule
-// unless -taint=false), watches the pods scheduled to it and reports their
+// unless -taint=false), reports its own status as a kubelet does (capacity
+// and allocatable, the host's unless -cpu, -memory, -ephemeral-storage, -pods
+// say, less -system-reserved and -kube-reserved; the pressure conditions and
+// Ready, naming the runtime when it is down; addresses; nodeInfo with the CRI
+// Version; a Lease renewed while the process runs: see README.md, Node
+// status), watches the pods scheduled to it and reports their
 // statuses. With -nodes N one process runs N such nodes, each on its own
 // simulated runtime, to load a control plane as kubemark's hollow nodes
 // do. Logs, exec, attach and port-forward are not served. See the
@@ -31,12 +36,11 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/criclient"
 	"github.com/syncpod/syncpod/criclient/crisim"
@@ -54,9 +58,17 @@ func main() {
 type options struct {
 	nodeName, endpoint, podLogDir, nodeIP string
 	podDir                                string
-	capacity                              corev1.ResourceList
-	taint                                 bool
-	workers                               int
+	// capacity holds what -cpu, -memory, -ephemeral-storage and -pods
+	// give; the node advertises the host's figures for the others, unless
+	// fixedCapacity (-nodes N, see nodeStatusConfig).
+	capacity      corev1.ResourceList
+	reserved      corev1.ResourceList // -system-reserved plus -kube-reserved
+	fixedCapacity bool
+	// kubeletPort is the kubelet API port the node advertises in its
+	// daemon endpoints (0: 10250).
+	kubeletPort int
+	taint       bool
+	workers     int
 }
 
 func run() error {
@@ -66,10 +78,13 @@ func run() error {
 		endpoint   = flag.String("cri-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the simulated runtime in-process")
 		podLogDir  = flag.String("pod-log-dir", "", "directory for pod logs (the kubelet uses /var/log/pods); empty: no logs")
 		podDir     = flag.String("pod-dir", "", "directory for pod volumes (emptyDir, downwardAPI) and termination-message files, as the kubelet's /var/lib/kubelet/pods; empty: pods with such volumes fail to start")
-		nodeIP     = flag.String("node-ip", "", "IP reported as the pods' hostIP")
-		cpu        = flag.String("cpu", "8", "CPU capacity advertised")
-		memory     = flag.String("memory", "32Gi", "memory capacity advertised")
-		maxPods    = flag.String("pods", "110", "pod capacity advertised")
+		nodeIP     = flag.String("node-ip", "", "the node's InternalIP, reported as the pods' hostIP; empty: an address of the host's default-route interface")
+		cpu        = flag.String("cpu", "", "CPU capacity advertised; empty: the host's CPUs (8 with -nodes N)")
+		memory     = flag.String("memory", "", "memory capacity advertised; empty: the host's MemTotal (32Gi with -nodes N)")
+		storage    = flag.String("ephemeral-storage", "", "ephemeral-storage capacity advertised; empty: the size of the -pod-dir filesystem (none with -nodes N)")
+		maxPods    = flag.String("pods", "", "pod capacity advertised; empty: 110")
+		sysRes     = flag.String("system-reserved", "", "resources kept for the system, taken out of allocatable: cpu=500m,memory=1Gi,ephemeral-storage=1Gi")
+		kubeRes    = flag.String("kube-reserved", "", "resources kept for Kubernetes daemons, taken out of allocatable, as -system-reserved")
 		taint      = flag.Bool("taint", true, "taint the node so only pods that tolerate it land here")
 		workers    = flag.Int("workers", 4, "pod controller sync workers")
 		debug      = flag.Bool("debug", false, "debug logging")
@@ -87,13 +102,12 @@ func run() error {
 		return fmt.Errorf("-nodes %d with -cri-endpoint: several nodes need the simulated runtime, one each", *nodes)
 	}
 	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, podDir: *podDir, nodeIP: *nodeIP,
-		taint: *taint, workers: *workers, capacity: corev1.ResourceList{}}
-	for name, q := range map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu, corev1.ResourceMemory: *memory, corev1.ResourcePods: *maxPods} {
-		v, err := resource.ParseQuantity(q)
-		if err != nil {
-			return fmt.Errorf("capacity %s: %w", name, err)
-		}
-		o.capacity[name] = v
+		taint: *taint, workers: *workers, kubeletPort: defaultKubeletPort, fixedCapacity: *nodes > 1}
+	var err error
+	if o.capacity, o.reserved, err = parseCapacity(map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu,
+		corev1.ResourceMemory: *memory, corev1.ResourceEphemeralStorage: *storage, corev1.ResourcePods: *maxPods},
+		*sysRes, *kubeRes, o.fixedCapacity); err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,6 +211,14 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	}
 	defer func() { _ = client.Close() }()
 
+	version, err := criVersion(client.CRI())(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime version: %w", err)
+	}
+	host := readHostFacts(statusFSPath(o))
+	if o.nodeIP == "" {
+		o.nodeIP = host.DefaultIP // the kubelet's hostIP is its node's InternalIP
+	}
 	prov, err := provider.New(ctx, client.CRI(), client.CRI(),
 		provider.WithLogger(logger), provider.WithNodeName(o.nodeName),
 		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir), provider.WithPodDir(o.podDir))
@@ -205,21 +227,17 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	}
 	defer func() { _ = prov.Close() }()
 
+	status := newNodeStatus(nodeStatusConfig(o), clock.RealClock{}, logger, prov.Healthy, criVersion(client.CRI()),
+		func() hostFacts { return readHostFacts(statusFSPath(o)) }, version, host)
 	vk, err := nodeutil.NewNode(o.nodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		n := cfg.Node
-		n.Status.Capacity, n.Status.Allocatable = o.capacity, o.capacity
-		n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture = "linux", "amd64"
-		n.Status.NodeInfo.KubeletVersion = "syncpod-vk"
-		if o.nodeIP != "" {
-			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: o.nodeIP}}
-		}
 		if o.taint {
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{
 				Key: "virtual-kubelet.io/provider", Value: "syncpod", Effect: corev1.TaintEffectNoSchedule,
 			})
 		}
-		setConditions(n, nil)
-		return unsupported{prov}, &nodeHealth{prov: prov, node: n.DeepCopy()}, nil
+		status.register(n)
+		return unsupported{prov}, status, nil
 	}, func(cfg *nodeutil.NodeConfig) error {
 		cfg.Client = kube
 		cfg.NumWorkers = o.workers
@@ -233,61 +251,6 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 		return err
 	}
 	return nil
-}
-
-// nodeHealth is the node's heartbeat and Ready condition: Ready while the
-// runtime answers (the PLEG is healthy).
-type nodeHealth struct {
-	prov *provider.Provider
-	node *corev1.Node
-}
-
-var _ node.NodeProvider = (*nodeHealth)(nil)
-
-// Ping fails while the runtime does not answer, so the node's lease is
-// not renewed and the cluster marks it NotReady.
-func (h *nodeHealth) Ping(ctx context.Context) error { return h.prov.Ping(ctx) }
-
-// NotifyNodeStatus reports Ready changes, checking the runtime's health
-// every 10 seconds until ctx ends.
-func (h *nodeHealth) NotifyNodeStatus(ctx context.Context, cb func(*corev1.Node)) {
-	go func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		var last error = errors.New("unknown")
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			err := h.prov.Healthy()
-			if (err == nil) == (last == nil) {
-				continue
-			}
-			last = err
-			n := h.node.DeepCopy()
-			setConditions(n, err)
-			cb(n)
-		}
-	}()
-}
-
-// setConditions sets the node's conditions: Ready unless unhealthy is set,
-// no pressure of any kind.
-func setConditions(n *corev1.Node, unhealthy error) {
-	now := metav1.Now()
-	n.Status.Phase = corev1.NodeRunning
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "the CRI runtime answers", LastHeartbeatTime: now, LastTransitionTime: now}
-	if unhealthy != nil {
-		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", unhealthy.Error()
-	}
-	n.Status.Conditions = []corev1.NodeCondition{ready}
-	for _, t := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
-		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse,
-			Reason: "KubeletHasNo" + string(t), LastHeartbeatTime: now, LastTransitionTime: now})
-	}
 }
 
 // errUnsupported answers the node API calls this example does not serve.
