@@ -111,16 +111,22 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Healthy reports whether the runtime answers in time (the agent's PLEG
-// health). Use it as the node's Ping.
+// Healthy reports whether the node can run pods: the agent's Healthy,
+// which names the runtime when it does not answer and the PLEG otherwise.
+// Use it for the node's Ready condition (syncpod-vk's node status does).
 func (p *Provider) Healthy() error { return p.agent.Healthy() }
 
 // Ping implements virtual-kubelet's node.NodeProvider heartbeat: it fails
-// while the PLEG is unhealthy.
-func (p *Provider) Ping(context.Context) error { return p.Healthy() }
+// only when ctx has ended. It does not fail for an unhealthy runtime:
+// virtual-kubelet neither renews the node's Lease nor updates its status
+// while Ping fails, so the Node would turn Unknown instead of Ready=False
+// with the runtime named. The kubelet, too, keeps its Lease while its
+// runtime is down.
+func (p *Provider) Ping(ctx context.Context) error { return ctx.Err() }
 
-// NotifyNodeStatus implements node.NodeProvider; the node status does not
-// change on its own here.
+// NotifyNodeStatus implements node.NodeProvider; the Provider pushes no
+// status of its own (syncpod-vk builds the node's status from Healthy and
+// the host, and pushes every change).
 func (p *Provider) NotifyNodeStatus(context.Context, func(*corev1.Node)) {}
 
 func podKey(namespace, name string) string { return namespace + "/" + name }
