@@ -2,12 +2,15 @@ package provider_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -371,5 +374,31 @@ func TestNewProviderAdoptsRunningPods(t *testing.T) {
 	}
 	if after := ids(); !slices.Equal(before, after) {
 		t.Errorf("runtime changed across the restart:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// Ping stays nil while the runtime is down (Healthy says so), so that
+// virtual-kubelet keeps renewing the Lease and can publish Ready=False;
+// it fails only for an ended context.
+func TestPingWhileRuntimeDown(t *testing.T) {
+	srv, cri := startCrisim(t)
+	if err := srv.Runtime().SetErrorRate("Status", 1, codes.Unavailable); err != nil {
+		t.Fatal(err)
+	}
+	p := newProvider(t, cri)
+	deadline := time.Now().Add(waitTimeout)
+	for p.Healthy() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Healthy still nil with the runtime's Status failing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.Ping(context.Background()); err != nil {
+		t.Errorf("Ping while the runtime is down: %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Ping(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ping with an ended context: %v, want context.Canceled", err)
 	}
 }
