@@ -20,8 +20,9 @@ import (
 // as the kubelet reads it, with k8s.io/cri-client's parser of the CRI log
 // format (stdout and stderr lines interleaved as written):
 //
-//   - Tail keeps the last Tail lines (0: every line; virtual-kubelet gives
-//     no way to ask for none);
+//   - Tail keeps the last Tail lines of the file (0: every line;
+//     virtual-kubelet gives no way to ask for none); as the kubelet's, a
+//     long line the runtime wrote in parts counts once per part;
 //   - SinceSeconds and SinceTime skip the lines written before;
 //   - Timestamps prefixes each line with its RFC 3339 time;
 //   - LimitBytes stops after that many bytes;
