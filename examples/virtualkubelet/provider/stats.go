@@ -225,8 +225,13 @@ func resourceMetrics(sum *statsv1alpha1.Summary) []*dto.MetricFamily {
 			}
 		}
 	}
-	return []*dto.MetricFamily{ctrCPU, ctrMem, ctrStart, nodeCPU, nodeMem, podCPU, podMem,
-		gaugeFamily("resource_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", sample(0, nil, time.Time{}))}
+	out := []*dto.MetricFamily{}
+	for _, f := range []*dto.MetricFamily{ctrCPU, ctrMem, ctrStart, nodeCPU, nodeMem, podCPU, podMem} {
+		if len(f.Metric) > 0 { // the text format has no empty family
+			out = append(out, f)
+		}
+	}
+	return append(out, gaugeFamily("resource_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", sample(0, nil, time.Time{})))
 }
 
 func labelPairs(kv ...string) []*dto.LabelPair {
