@@ -176,7 +176,7 @@ func TestRealNodeKubeletAPI(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: o.nodeName, HostNetwork: true, AutomountServiceAccountToken: &no,
 			Tolerations: []corev1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{
-				{Name: "log", Image: img, Args: []string{"echo", "first", "stderr", "second", "wait-file", "/go-on", "echo", "late", "pause"}},
+				{Name: "log", Image: img, Args: []string{"echo", "first", "echo", "second", "wait-file", "/go-on", "stderr", "late", "pause"}},
 				{Name: "tick", Image: img, Args: append(ticks, "pause")},
 				{Name: "web", Image: img, Args: []string{"http", "127.0.0.1:" + strconv.Itoa(webPort), "pause"}},
 			}},
