@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.72.0
 	github.com/syncpod/syncpod v0.0.0
 	github.com/syncpod/syncpod/examples v0.0.0
 	go.uber.org/goleak v1.3.0
@@ -44,7 +45,6 @@ require (
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
