@@ -95,12 +95,12 @@
 //	logs          CRI log file of the container (path     the same: ContainerStatus's log path, read
 //	              from ContainerStatus), k8s.io/cri-      by k8s.io/cri-client's ReadLogs; follow,
 //	              client's reader: follow, tail, since,   tail, since, timestamps, previous, limit;
-//	              timestamps, previous, limitBytes;       tailLines=0 reads as "all" (virtual-kubelet
-//	              rotated files                           cannot tell it from unset); no rotation
+//	              timestamps, previous, limitBytes; the   tailLines=0 reads as "all" (virtual-kubelet
+//	              files rotated (containerLogMaxSize)     cannot tell it from unset); no rotation
 //	exec          CRI Exec URL, the API server's stream   CRI Exec URL, streamed with client-go's
 //	              proxied (or redirected) to it           SPDY executor; exit code, tty and resize
 //	attach        CRI Attach URL, proxied                 CRI Attach URL, SPDY; tty and resize
-//	port-forward  CRI PortForward URL, proxied            CRI PortForward URL: one SPDY session per
+//	port-forward  CRI PortForward URL, proxied            CRI PortForward URL: one SPDY connection per
 //	                                                      forwarded connection (data + error streams)
 //	stats         /stats/summary from cAdvisor or CRI     /stats/summary from ListContainerStats and
 //	              stats (pods, containers, node, fs,      ListPodSandboxStats (pods: their containers'

@@ -22,7 +22,7 @@ import (
 
 // Exec, attach and port-forward go through the runtime's CRI streaming
 // server, as the kubelet's do: the provider asks the runtime for the
-// session's URL (Exec, Attach, PortForward) and streams to it with
+// stream's URL (Exec, Attach, PortForward) and streams to it with
 // client-go's SPDY clients. virtual-kubelet has already terminated the API
 // server's stream (SPDY or WebSocket) and hands the provider its stdin,
 // stdout, stderr, terminal sizes or port stream, so the provider is a
@@ -129,7 +129,7 @@ func (p *Provider) sandboxID(ctx context.Context, namespace, podName string) (st
 // (not verified, as the kubelet's proxy does not) or plain HTTP.
 var streamConfig = &rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 
-// streamTo runs an exec or attach session at the runtime's URL with
+// streamTo runs an exec or attach stream at the runtime's URL with
 // attach's streams.
 func streamTo(ctx context.Context, rawURL string, attach api.AttachIO) error {
 	u, err := url.Parse(rawURL)
@@ -165,7 +165,7 @@ type sizeQueue struct {
 	sizes <-chan api.TermSize
 }
 
-// Next returns the next terminal size, nil once the session ends.
+// Next returns the next terminal size, nil once the stream ends.
 func (q *sizeQueue) Next() *remotecommand.TerminalSize {
 	select {
 	case s, ok := <-q.sizes:
@@ -178,7 +178,7 @@ func (q *sizeQueue) Next() *remotecommand.TerminalSize {
 	}
 }
 
-// forwardTo copies stream to and from port through a port-forward session
+// forwardTo copies stream to and from port through a port-forward connection
 // at the runtime's URL: one SPDY connection with the protocol's error and
 // data streams, as client-go's port forwarder opens them for each
 // connection.
@@ -194,7 +194,7 @@ func forwardTo(ctx context.Context, rawURL string, port int32, stream io.ReadWri
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
 	if err != nil {
-		return fmt.Errorf("port-forward session at %s: %w", u.Host, err)
+		return fmt.Errorf("port-forward connection to %s: %w", u.Host, err)
 	}
 	defer func() { _ = conn.Close() }()
 
@@ -241,7 +241,7 @@ func forwardTo(ctx context.Context, rawURL string, port int32, stream io.ReadWri
 	case <-localErr:
 	case <-ctx.Done():
 	}
-	// As client-go's forwarder: the session ends when the pod's side is
+	// As client-go's forwarder: the connection ends when the pod's side is
 	// done or the client's fails; closing the connection and the stream
 	// unblocks the other copy and the error stream's reader.
 	_ = conn.Close()
