@@ -56,6 +56,13 @@ type ControlPlane struct {
 	// Kubeconfig returns), ready for kubectl --kubeconfig or any client
 	// that reads one. It is in Dir.
 	KubeconfigPath string
+	// KubeletClientCAData is the PEM of the CA that signed the client
+	// certificate the API server presents to kubelets (user
+	// KubeletClientUser, group system:masters): a node's API trusts it as
+	// its client CA (the kubelet's --client-ca-file) to serve kubectl
+	// logs, exec, attach, port-forward and the node proxy. The API server
+	// does not verify the kubelets' serving certificates.
+	KubeletClientCAData []byte
 	// Dir holds everything the processes write: data, certificates,
 	// kubeconfigs, logs. Close removes it.
 	Dir string
@@ -153,6 +160,10 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 	if err := writeServiceAccountKeys(dir); err != nil {
 		return nil, err
 	}
+	kubeletCA, err := writeKubeletClientCert(dir)
+	if err != nil {
+		return nil, err
+	}
 	tokens := token + ",admin,admin,system:masters\n"
 	if c.realCluster {
 		tokens += kcmToken + "," + controllerManagerUser + "," + controllerManagerUser + "\n"
@@ -161,13 +172,14 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
 	cp := &ControlPlane{
-		URL:     "https://127.0.0.1:" + strconv.Itoa(apiPort),
-		Token:   token,
-		EtcdURL: "http://127.0.0.1:" + strconv.Itoa(etcdPort),
-		Dir:     dir,
-		cfg:     c,
-		apiBin:  bins[apiServerName],
-		binDir:  c.binDir,
+		URL:                 "https://127.0.0.1:" + strconv.Itoa(apiPort),
+		Token:               token,
+		EtcdURL:             "http://127.0.0.1:" + strconv.Itoa(etcdPort),
+		Dir:                 dir,
+		KubeletClientCAData: kubeletCA,
+		cfg:                 c,
+		apiBin:              bins[apiServerName],
+		binDir:              c.binDir,
 		insecure: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // readiness only: CAData is read once the server has written it
 		}},
@@ -206,6 +218,8 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-account-issuer=" + serviceAccountIssuer,
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
+		"--kubelet-client-certificate=" + filepath.Join(dir, kubeletClientCertFile),
+		"--kubelet-client-key=" + filepath.Join(dir, kubeletClientKeyFile),
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--enable-priority-and-fairness=false",

@@ -37,7 +37,11 @@
 // loopback port with its own self-signed certificate; the endpoint
 // reconciler is off (it refuses a loopback advertise address otherwise),
 // priority and fairness are off, service accounts are signed with an RSA
-// key made at start, and the admin token belongs to system:masters.
+// key made at start, and the admin token belongs to system:masters. It
+// reaches kubelets (a node's daemonEndpoints port on its address) with a
+// client certificate for KubeletClientUser in system:masters, signed by a
+// CA made at start (KubeletClientCAData: a node's client CA), and does
+// not verify their serving certificates.
 //
 // By default the ServiceAccount admission plugin is off, since no
 // controller-manager creates the default service accounts (pods are

@@ -42,6 +42,28 @@ func (e *KubectlError) Unwrap() error { return e.Err }
 // that fails (non-zero exit, ctx done: kubectl is killed) a
 // *KubectlError holding its standard error.
 func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd, err := cp.KubectlCommand(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := stderr.String()
+		if len(msg) > 4096 {
+			msg = msg[:4096]
+		}
+		return stdout.Bytes(), &KubectlError{Args: args, Stderr: strings.TrimSpace(msg), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// KubectlCommand is the kubectl Kubectl runs, not started: for a kubectl
+// that streams (logs -f, attach, port-forward), whose output the caller
+// reads as it comes (cmd.StdoutPipe) and which it ends itself (ctx, or
+// cmd.Process.Kill) and waits for. A missing kubectl is an error wrapping
+// ErrUnavailable.
+func (cp *ControlPlane) KubectlCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	if cp == nil || cp.apiBin == "" {
 		return nil, errZero
 	}
@@ -64,14 +86,5 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, er
 	// in Dir.
 	cmd.Env = append(os.Environ(), "HOME="+cp.Dir, "KUBECONFIG=", "KUBECACHEDIR="+filepath.Join(cp.Dir, "kubectl-cache"))
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := stderr.String()
-		if len(msg) > 4096 {
-			msg = msg[:4096]
-		}
-		return stdout.Bytes(), &KubectlError{Args: args, Stderr: strings.TrimSpace(msg), Err: err}
-	}
-	return stdout.Bytes(), nil
+	return cmd, nil
 }

@@ -69,6 +69,9 @@ func TestZeroControlPlaneSaysUseNew(t *testing.T) {
 		if _, err := cp.Kubectl(context.Background(), "version"); err == nil {
 			t.Error("Kubectl on a zero ControlPlane succeeded")
 		}
+		if _, err := cp.KubectlCommand(context.Background(), "version"); err == nil {
+			t.Error("KubectlCommand on a zero ControlPlane succeeded")
+		}
 		if cp.Kubeconfig() != nil {
 			t.Error("Kubeconfig on a zero ControlPlane returned one")
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
@@ -58,6 +59,13 @@ func client(t *testing.T, cp *controlplane.ControlPlane) func(method, path strin
 func TestRealNodeControlPlane(t *testing.T) {
 	cp := controlplane.Start(t)
 	do := client(t, cp)
+	// The kubelet client CA: what a node trusts the API server's client
+	// certificate (--kubelet-client-certificate) by.
+	if block, _ := pem.Decode(cp.KubeletClientCAData); block == nil {
+		t.Errorf("KubeletClientCAData %q: no PEM", cp.KubeletClientCAData)
+	} else if ca, err := x509.ParseCertificate(block.Bytes); err != nil || !ca.IsCA {
+		t.Errorf("KubeletClientCAData: %v, a CA: %v", err, err == nil && ca.IsCA)
+	}
 
 	if code, body := do(http.MethodGet, "/api/v1/namespaces/default", nil); code != http.StatusOK {
 		t.Fatalf("GET namespace default: %d %s", code, body)

@@ -85,10 +85,39 @@
 // runtime, pulls never block anything but the container that needs the
 // image, and a pod's start costs its critical path.
 //
+// # Feature table: the kubelet and syncpod-vk
+//
+// The node's kubelet API (cmd/syncpod-vk serves it with virtual-kubelet's
+// node/api routes and the methods below):
+//
+//	feature       upstream kubelet                        syncpod-vk (this provider)
+//	------------  --------------------------------------  --------------------------------------------
+//	logs          CRI log file of the container (path     the same: ContainerStatus's log path, read
+//	              from ContainerStatus), k8s.io/cri-      by k8s.io/cri-client's ReadLogs; follow,
+//	              client's reader: follow, tail, since,   tail, since, timestamps, previous, limit;
+//	              timestamps, previous, limitBytes; the   tailLines=0 reads as "all" (virtual-kubelet
+//	              files rotated (containerLogMaxSize)     cannot tell it from unset); no rotation
+//	exec          CRI Exec URL, the API server's stream   CRI Exec URL, streamed with client-go's
+//	              proxied (or redirected) to it           SPDY executor; exit code, tty and resize
+//	attach        CRI Attach URL, proxied                 CRI Attach URL, SPDY; tty and resize
+//	port-forward  CRI PortForward URL, proxied            CRI PortForward URL: one SPDY connection per
+//	                                                      forwarded connection (data + error streams)
+//	stats         /stats/summary from cAdvisor or CRI     /stats/summary from ListContainerStats and
+//	              stats (pods, containers, node, fs,      ListPodSandboxStats (pods: their containers'
+//	              network, volumes); /metrics/resource    sums where the runtime fails sandbox stats),
+//	                                                      the node's CPU and memory from /proc; no
+//	                                                      fs, network or volume stats;
+//	                                                      /metrics/resource with the kubelet's names
+//	authn/authz   TLS; x509 client CA, TokenReview,       TLS (given or self-signed certificate); x509
+//	              SubjectAccessReview on nodes/proxy,     client CA, TokenReview, SubjectAccessReview
+//	              stats, metrics, log; anonymous is       on nodes/proxy, stats, metrics, log; no
+//	              configurable                            anonymous access
+//
 // # Not supported
 //
 // What the agent does not do (its package doc): volumes that need the API
 // server (configMap, secret, serviceAccountToken: such a pod fails to
 // start with a clear reason), ephemeral containers, activeDeadlineSeconds;
-// and here logs, exec, attach and port-forward.
+// in the kubelet API, filesystem, network and volume stats, rotated log
+// files and /metrics/probes, /metrics/cadvisor, /checkpoint, /debug.
 package provider

@@ -31,8 +31,10 @@ var ErrClosed = errors.New("provider: closed")
 // concurrent use; Close releases it.
 type Provider struct {
 	cfg      config
+	rt       criapi.RuntimeService // the kubelet API's calls: logs, streaming, stats
 	agent    *agent.Agent
 	notifier *notifier
+	nodeCPU  nodeCPU // the node's last CPU sample (GetStatsSummary)
 
 	mu        sync.Mutex
 	closed    bool
@@ -72,7 +74,7 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 	if _, err := rt.Version(ctx, "v1"); err != nil {
 		return nil, fmt.Errorf("provider.New: runtime version: %w", err)
 	}
-	p := &Provider{cfg: cfg, notifier: newNotifier(), pods: map[string]*podEntry{}, byUID: map[types.UID]*podEntry{}}
+	p := &Provider{cfg: cfg, rt: rt, notifier: newNotifier(), pods: map[string]*podEntry{}, byUID: map[types.UID]*podEntry{}}
 	agentOpts := []agent.Option{
 		agent.WithClock(cfg.clock),
 		agent.WithLogger(cfg.logger),

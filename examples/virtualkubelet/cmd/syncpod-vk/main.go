@@ -14,8 +14,12 @@
 // status), watches the pods scheduled to it and reports their
 // statuses. With -nodes N one process runs N such nodes, each on its own
 // simulated runtime, to load a control plane as kubemark's hollow nodes
-// do. Logs, exec, attach and port-forward are not served. See the
-// module's README.md.
+// do. The node's kubelet API (kubectl logs, exec, attach, port-forward,
+// /stats/summary and /metrics/resource) is served over TLS on
+// -kubelet-api-address, with the kubelet's webhook authentication and
+// authorization through the API server (no anonymous access; the API
+// server's kubelet client certificate needs -client-ca-file). With -nodes
+// N it is not served. See the module's README.md.
 package main
 
 import (
@@ -23,23 +27,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
-	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/criclient"
@@ -69,6 +70,7 @@ type options struct {
 	kubeletPort int
 	taint       bool
 	workers     int
+	api         apiOptions
 }
 
 func run() error {
@@ -91,6 +93,10 @@ func run() error {
 		apiQPS     = flag.Float64("kube-api-qps", 50, "API server requests per second (the kubelet's kubeAPIQPS default)")
 		apiBurst   = flag.Int("kube-api-burst", 100, "API server request burst (the kubelet's kubeAPIBurst default)")
 		nodes      = flag.Int("nodes", 1, "virtual nodes this process runs, each on its own simulated runtime and named <nodename>-00, -01...; more than 1 needs the simulated runtime")
+		apiAddr    = flag.String("kubelet-api-address", "0.0.0.0:10250", "address of the node's kubelet API (logs, exec, attach, port-forward, stats; port 0: a free one); empty: not served")
+		tlsCert    = flag.String("tls-cert-file", "", "kubelet API serving certificate (PEM); empty: a self-signed one")
+		tlsKey     = flag.String("tls-private-key-file", "", "key of -tls-cert-file")
+		clientCA   = flag.String("client-ca-file", "", "CA bundle that authenticates client certificates on the kubelet API (the API server's kubelet client certificate); empty: bearer tokens only")
 	)
 	flag.Parse()
 	if *nodes < 1 {
@@ -102,7 +108,11 @@ func run() error {
 		return fmt.Errorf("-nodes %d with -cri-endpoint: several nodes need the simulated runtime, one each", *nodes)
 	}
 	o := options{nodeName: *nodeName, endpoint: *endpoint, podLogDir: *podLogDir, podDir: *podDir, nodeIP: *nodeIP,
-		taint: *taint, workers: *workers, kubeletPort: defaultKubeletPort, fixedCapacity: *nodes > 1}
+		taint: *taint, workers: *workers, kubeletPort: defaultKubeletPort, fixedCapacity: *nodes > 1,
+		api: apiOptions{listen: *apiAddr, certFile: *tlsCert, keyFile: *tlsKey, clientCAFile: *clientCA}}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("-tls-cert-file and -tls-private-key-file go together")
+	}
 	var err error
 	if o.capacity, o.reserved, err = parseCapacity(map[corev1.ResourceName]string{corev1.ResourceCPU: *cpu,
 		corev1.ResourceMemory: *memory, corev1.ResourceEphemeralStorage: *storage, corev1.ResourcePods: *maxPods},
@@ -153,6 +163,7 @@ func runNodes(ctx context.Context, n int, o options, logger *zap.Logger, client 
 	for i, kube := range kubes {
 		no := o
 		no.nodeName = fmt.Sprintf("%s-%02d", o.nodeName, i)
+		no.api.listen = "" // hollow nodes: one port each would be needed
 		g.Go(func() error {
 			if err := runNode(ctx, kube, no, logger.With(zap.String("node", no.nodeName))); err != nil {
 				return fmt.Errorf("node %s: %w", no.nodeName, err)
@@ -227,6 +238,15 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	}
 	defer func() { _ = prov.Close() }()
 
+	var kapi *kubeletAPI
+	if o.api.listen != "" {
+		if kapi, err = listenKubeletAPI(o.api); err != nil {
+			return err
+		}
+		defer kapi.stop()
+		o.kubeletPort = int(kapi.port)
+	}
+	var pods corev1listers.PodLister
 	status := newNodeStatus(nodeStatusConfig(o), clock.RealClock{}, logger, prov.Healthy, criVersion(client.CRI()),
 		func() hostFacts { return readHostFacts(statusFSPath(o)) }, version, host)
 	vk, err := nodeutil.NewNode(o.nodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
@@ -237,7 +257,8 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 			})
 		}
 		status.register(n)
-		return unsupported{prov}, status, nil
+		pods = cfg.Pods
+		return prov, status, nil
 	}, func(cfg *nodeutil.NodeConfig) error {
 		cfg.Client = kube
 		cfg.NumWorkers = o.workers
@@ -246,41 +267,14 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	if err != nil {
 		return err
 	}
+	if kapi != nil {
+		if err := startKubeletAPI(kapi, o.api, kube, o.nodeName, o.nodeIP, prov, pods, logger); err != nil {
+			return err
+		}
+	}
 	logger.Info("starting virtual node", zap.String("node", o.nodeName))
 	if err := vk.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
-}
-
-// errUnsupported answers the node API calls this example does not serve.
-var errUnsupported = errors.New("not supported by the syncpod example provider")
-
-// unsupported completes the provider into a nodeutil.Provider.
-type unsupported struct{ *provider.Provider }
-
-var _ nodeutil.Provider = unsupported{}
-
-func (unsupported) GetContainerLogs(context.Context, string, string, string, api.ContainerLogOpts) (io.ReadCloser, error) {
-	return nil, errUnsupported
-}
-
-func (unsupported) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
-	return errUnsupported
-}
-
-func (unsupported) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
-	return errUnsupported
-}
-
-func (unsupported) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
-	return nil, errUnsupported
-}
-
-func (unsupported) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
-	return nil, errUnsupported
-}
-
-func (unsupported) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
-	return errUnsupported
 }

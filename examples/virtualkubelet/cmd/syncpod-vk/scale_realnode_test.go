@@ -135,7 +135,8 @@ func runScale(t testing.TB, processes, nodesPerProcess, podsPerNode int) scaleRe
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "-kubeconfig", kubeconfig, "-nodename", prefix, "-nodes", strconv.Itoa(nodesPerProcess),
-			"-taint=false", "-node-ip", "127.0.0.1")
+			"-taint=false", "-node-ip", "127.0.0.1",
+			"-kubelet-api-address=") // hollow nodes serve no kubelet API (one process per node would all want :10250)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.Env = append(os.Environ(), envRunNode+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
