@@ -54,7 +54,7 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ...ContainerOpti
 	if s.nodeMemorySet && s.nodeMemory <= 0 {
 		return nil, &ConfigError{Option: "WithNodeMemoryCapacity", Reason: fmt.Sprintf("%d is not positive", s.nodeMemory)}
 	}
-	envs, err := Env(pod, c, s.hostIP, s.podIP)
+	envs, err := env(method, pod, c, s.hostIP, s.podIP, s.envObjects)
 	if err != nil {
 		return nil, err
 	}
