@@ -148,6 +148,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
 	a.volumes = newVolumeManager(cfg.podDir, a.log)
+	a.volumes.useResources(a.ctx, cfg.resources, a.clock, func(uid types.UID) { a.workers.Wake(uid) })
 	syncMode := a.syncSyncPod
 	if cfg.mode == ModeBaseline {
 		syncMode = a.syncBaseline
@@ -176,14 +177,14 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 			threshold = cfg.scaled(relistThreshold)
 		}
 		period := cfg.scaled(relistPeriod)
-		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
+		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull, auth: a.volumes.pullAuth}
 		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.wakeAndReport, observeRelist)
 		a.relister.active = a.active
 		a.source = a.relister
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull)
+		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.workers.Wake, observePull, a.volumes.pullAuth)
 		if err != nil {
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}

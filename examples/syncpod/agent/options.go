@@ -78,6 +78,7 @@ type config struct {
 	statusHook   func(PodStatusUpdate)
 	pullOpts     []asyncpull.Option
 	podDir       string
+	resources    PodResources
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
