@@ -30,9 +30,10 @@ var ErrClosed = errors.New("provider: closed")
 // through the syncpod agent. Create it with New; it is safe for
 // concurrent use; Close releases it.
 type Provider struct {
-	cfg      config
-	agent    *agent.Agent
-	notifier *notifier
+	cfg       config
+	agent     *agent.Agent
+	notifier  *notifier
+	resources *Resources // nil without WithKubeClient
 
 	mu        sync.Mutex
 	closed    bool
@@ -82,14 +83,30 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 			StartParallelism: cfg.maxParallelStarts, PullOptions: cfg.pullOpts}),
 		agent.WithPodStatusHook(p.onStatus),
 	}
+	if cfg.kube != nil {
+		res, err := NewResources(cfg.kube, cfg.logger)
+		if err != nil {
+			p.notifier.close()
+			return nil, fmt.Errorf("provider.New: %w", err)
+		}
+		p.resources = res
+		agentOpts = append(agentOpts, agent.WithPodResources(res))
+	}
+	closeResources := func() {
+		if p.resources != nil {
+			_ = p.resources.Close()
+		}
+	}
 	a, err := agent.New(rt, images, append(agentOpts, cfg.agentOpts...)...)
 	if err != nil {
 		p.notifier.close()
+		closeResources()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	if err := a.Start(); err != nil {
 		a.Stop()
 		p.notifier.close()
+		closeResources()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.agent = a
@@ -107,6 +124,9 @@ func (p *Provider) Close() error {
 		p.mu.Unlock()
 		p.agent.Stop()
 		p.notifier.close()
+		if p.resources != nil {
+			_ = p.resources.Close()
+		}
 	})
 	return nil
 }
