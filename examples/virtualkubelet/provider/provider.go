@@ -114,7 +114,8 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 }
 
 // Close stops the agent (every pod worker, the PLEG and the pull
-// scheduler) and the notifications, and waits for them. Pods keep running
+// scheduler), the notifications and the watches of WithKubeClient, and
+// waits for them. Pods keep running
 // in the runtime (like a kubelet restart): a provider started later adopts
 // them as virtual-kubelet creates them again. It is idempotent.
 func (p *Provider) Close() error {
