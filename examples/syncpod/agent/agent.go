@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/syncpod/syncpod/concurrentstart/admission"
+	"github.com/syncpod/syncpod/internal/typednil"
 	"path/filepath"
 	"sync"
 	"time"
@@ -111,6 +112,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	if cfg.probeWorkers == 0 {
 		cfg.probeWorkers = defaultProbeWorkers
+	}
+	if typednil.Is(cfg.resources) {
+		return nil, errors.New("agent: New: WithPodResources: a nil source")
 	}
 	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
 		return nil, fmt.Errorf("agent: New: WithNode: PodDir %q is not an absolute path", cfg.podDir)

@@ -343,3 +343,15 @@ func TestPullSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A typed-nil source is refused by New; a nil one is ignored.
+func TestPodResourcesNil(t *testing.T) {
+	n := startSim(t, crisim.WithImage(volImage, 1))
+	if _, err := agent.New(n.client.CRI(), n.client.CRI(), agent.WithPodResources((*fakeResources)(nil))); err == nil ||
+		!strings.Contains(err.Error(), "WithPodResources") {
+		t.Errorf("New with a typed-nil source = %v, want an error naming WithPodResources", err)
+	}
+	a := startAgent(t, n, agent.WithPodResources(nil))
+	a.Apply(agent.PodUpdate{Op: agent.OpAdd, Pod: volumePod("plain", nil, corev1.Container{Name: "app", Image: volImage})})
+	waitFor(t, "the pod running", allRunning(a, 1))
+}
