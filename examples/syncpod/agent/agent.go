@@ -113,7 +113,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if cfg.probeWorkers == 0 {
 		cfg.probeWorkers = defaultProbeWorkers
 	}
-	if typednil.Is(cfg.resources) {
+	if cfg.resources != nil && typednil.Is(cfg.resources) {
 		return nil, errors.New("agent: New: WithPodResources: a nil source")
 	}
 	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
