@@ -91,7 +91,7 @@ func WithNamespaceOptions(ns *runtimeapi.NamespaceOption) ContainerOption {
 // (a missing object or key is an *EnvError unless the reference is
 // optional, when the variable is left out) and envFrom (see EnvObjects;
 // env wins over envFrom). Without it they are an *EnvError. A nil objs
-// is ignored.
+// is ignored; a typed-nil one is a *ConfigError.
 func WithEnvObjects(objs EnvObjects) ContainerOption {
 	return func(s *containerSettings) {
 		if objs != nil {

@@ -118,3 +118,13 @@ func TestEnvWithObjectsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A typed-nil EnvObjects is a *ConfigError, not a panic.
+func TestEnvObjectsTypedNil(t *testing.T) {
+	pod := testPod()
+	_, err := ContainerConfig(pod, &pod.Spec.Containers[0], WithEnvObjects((*fakeObjects)(nil)))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Option != "WithEnvObjects" {
+		t.Fatalf("err %v, want a *ConfigError for WithEnvObjects", err)
+	}
+}
