@@ -20,6 +20,9 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrFailedPrecondition: the object is in the wrong state (codes.FailedPrecondition).
 	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrUnauthenticated: a pull without the credentials its registry
+	// image needs, see WithRegistryAuth (codes.Unauthenticated).
+	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrClosed: the runtime was closed (codes.Unavailable).
 	ErrClosed = errors.New("runtime closed")
 	// ErrInjected: a failure injected by SetErrorRate or CutEventStreamsAfter

@@ -3,6 +3,7 @@ package crisim
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -44,9 +46,10 @@ func (i *image) api() *runtimeapi.Image {
 // Runtime.mu.
 type imageStore struct {
 	byID     map[string]*image
-	byRef    map[string]string // normalised ref -> id
-	registry map[string]int64  // normalised ref -> size
-	pulls    map[string]int64  // normalised ref -> downloads done
+	byRef    map[string]string    // normalised ref -> id
+	registry map[string]int64     // normalised ref -> size
+	auth     map[string][2]string // normalised ref -> the credentials its pull needs
+	pulls    map[string]int64     // normalised ref -> downloads done
 }
 
 func newImageStore(cfg *config) *imageStore {
@@ -54,7 +57,11 @@ func newImageStore(cfg *config) *imageStore {
 		byID:     map[string]*image{},
 		byRef:    map[string]string{},
 		registry: map[string]int64{},
+		auth:     map[string][2]string{},
 		pulls:    map[string]int64{},
+	}
+	for ref, cred := range cfg.registryAuth {
+		s.auth[normalizeRef(ref)] = cred
 	}
 	for ref, size := range cfg.registry {
 		s.registry[normalizeRef(ref)] = size
@@ -189,8 +196,10 @@ func (r *Runtime) Downloads(ref string) int64 {
 // (WithPullBandwidth), at most WithMaxConcurrentDownloads at a time, without
 // holding a concurrency slot. Concurrent pulls of one absent image download
 // it separately (as two kubelet pull requests would ask for it twice). A
-// reference the registry does not hold gives codes.NotFound. Credentials in
-// the request are never looked at or printed.
+// reference the registry does not hold gives codes.NotFound; one that
+// needs credentials (WithRegistryAuth) and lacks them gives
+// codes.Unauthenticated. Credentials in the request are only compared,
+// never printed.
 func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	const method = "PullImage"
 	a, err := r.admit(ctx, method, kindRead)
@@ -209,12 +218,17 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 	r.mu.RLock()
 	img := r.images.lookupLocked(n)
 	size, inRegistry := r.images.registry[n]
+	cred, needsAuth := r.images.auth[n]
 	r.mu.RUnlock()
 	if img != nil {
 		return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
 	}
 	if !inRegistry {
 		return nil, errNotFound(method, "failed to pull and unpack image %q: failed to resolve reference %q: not found", n, n)
+	}
+	if needsAuth && !authorized(req.GetAuth(), cred) {
+		return nil, newError(method, ErrUnauthenticated, codes.Unauthenticated,
+			"failed to pull and unpack image %q: failed to resolve reference %q: pull access denied: 401 Unauthorized", n, n)
 	}
 
 	a.releaseSlots()
@@ -320,4 +334,15 @@ func (r *Runtime) ImageFsInfo(ctx context.Context, req *runtimeapi.ImageFsInfoRe
 		}
 		return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}, nil
 	})
+}
+
+// authorized reports whether a carries the credentials cred.
+func authorized(a *runtimeapi.AuthConfig, cred [2]string) bool {
+	if a == nil {
+		return false
+	}
+	if a.GetUsername() == cred[0] && a.GetPassword() == cred[1] {
+		return true
+	}
+	return a.GetAuth() != "" && a.GetAuth() == base64.StdEncoding.EncodeToString([]byte(cred[0]+":"+cred[1]))
 }

@@ -1,6 +1,8 @@
 package crisim_test
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"sync"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -127,5 +130,32 @@ func TestPullErrorsNeverShowCredentials(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Fatalf("error %q shows a credential", err)
 		}
+	}
+}
+
+func TestRegistryAuth(t *testing.T) {
+	r := newRuntime(t, crisim.WithRegistryImage("reg.example:5000/team/app:1", 0),
+		crisim.WithRegistryAuth("reg.example:5000/team/app:1", "alice", "s3cret"))
+	ctx := context.Background()
+	spec := &runtimeapi.ImageSpec{Image: "reg.example:5000/team/app:1"}
+	for name, auth := range map[string]*runtimeapi.AuthConfig{
+		"none":           nil,
+		"wrong password": {Username: "alice", Password: "nope"},
+	} {
+		_, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth})
+		if status.Code(err) != codes.Unauthenticated || !errors.Is(err, crisim.ErrUnauthenticated) {
+			t.Errorf("%s: PullImage = %v, want Unauthenticated", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "nope") {
+			t.Errorf("%s: the error shows the password: %v", name, err)
+		}
+	}
+	if _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec,
+		Auth: &runtimeapi.AuthConfig{Auth: base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))}}); err != nil {
+		t.Fatalf("PullImage with auth: %v", err)
+	}
+	if _, err := r.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec,
+		Auth: &runtimeapi.AuthConfig{Username: "alice", Password: "s3cret"}}); err != nil {
+		t.Fatalf("PullImage with username and password: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ type config struct {
 	storeLock      bool
 	images         map[string]int64
 	registry       map[string]int64
+	registryAuth   map[string][2]string // ref -> username, password (WithRegistryAuth)
 	bandwidth      int64
 	maxDownloads   int
 	eventBuffer    int
@@ -159,6 +160,25 @@ func WithRegistryImage(ref string, size int64) Option {
 			return
 		}
 		c.registry[ref] = size
+	}
+}
+
+// WithRegistryAuth makes the registry ask for credentials for ref (added
+// with WithRegistryImage): a PullImage of it whose AuthConfig does not
+// carry username and password (as Username and Password, or as Auth,
+// base64 of "username:password") fails with codes.Unauthenticated, as a
+// registry's "401 Unauthorized" fails containerd's pull. An empty ref or
+// username is a *ConfigError.
+func WithRegistryAuth(ref, username, password string) Option {
+	return func(c *config) {
+		if ref == "" || username == "" {
+			c.fail("WithRegistryAuth", "ref and username must not be empty")
+			return
+		}
+		if c.registryAuth == nil {
+			c.registryAuth = map[string][2]string{}
+		}
+		c.registryAuth[ref] = [2]string{username, password}
 	}
 }
 

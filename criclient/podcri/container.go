@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/syncpod/syncpod/internal/typednil"
 )
 
 // ContainerConfig is the CRI config of container c of pod, as the kubelet
@@ -54,7 +56,10 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, opts ...ContainerOpti
 	if s.nodeMemorySet && s.nodeMemory <= 0 {
 		return nil, &ConfigError{Option: "WithNodeMemoryCapacity", Reason: fmt.Sprintf("%d is not positive", s.nodeMemory)}
 	}
-	envs, err := Env(pod, c, s.hostIP, s.podIP)
+	if s.envObjects != nil && typednil.Is(s.envObjects) {
+		return nil, &ConfigError{Option: "WithEnvObjects", Reason: "must not be nil"}
+	}
+	envs, err := env(method, pod, c, s.hostIP, s.podIP, s.envObjects)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ type containerSettings struct {
 	volumes          map[string]Volume
 	volumesSet       bool
 	selinux          bool
+	envObjects       EnvObjects
 }
 
 // DefaultNodeMemoryCapacity is the node memory capacity the Burstable
@@ -83,4 +84,18 @@ func WithNodeMemoryCapacity(bytes int64) ContainerOption {
 // should match its sandbox's (NamespaceOptions(pod) by default).
 func WithNamespaceOptions(ns *runtimeapi.NamespaceOption) ContainerOption {
 	return func(s *containerSettings) { s.namespaceOptions = ns }
+}
+
+// WithEnvObjects resolves the env values that need the API server from
+// objs, as the kubelet does: valueFrom configMapKeyRef and secretKeyRef
+// (a missing object or key is an *EnvError unless the reference is
+// optional, when the variable is left out) and envFrom (see EnvObjects;
+// env wins over envFrom). Without it they are an *EnvError. A nil objs
+// is ignored; a typed-nil one is a *ConfigError.
+func WithEnvObjects(objs EnvObjects) ContainerOption {
+	return func(s *containerSettings) {
+		if objs != nil {
+			s.envObjects = objs
+		}
+	}
 }

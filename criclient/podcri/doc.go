@@ -14,9 +14,10 @@
 //
 // The conversions are pure: they read the pod and write nothing, create no
 // directory and call no runtime. What needs the API server is refused: an
-// env variable or envFrom with an *EnvError, a secret, configMap or
-// service-account-token volume source with a *VolumeError; a mount that
-// cannot be made is a *MountError.
+// env variable or envFrom with an *EnvError (unless the caller resolves
+// them, WithEnvObjects), a secret, configMap or service-account-token
+// volume source with a *VolumeError; a mount that cannot be made is a
+// *MountError.
 //
 // The package sits under criclient because it is the pod side of the same
 // protocol: criclient carries CRI messages, podcri writes and reads them

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -19,36 +22,190 @@ import (
 // limits.cpu, limits.memory, requests.cpu, requests.memory (and
 // limits/requests.ephemeral-storage) with its divisor, rounded up as the
 // kubelet does. A configMapKeyRef, secretKeyRef, another field, or any
-// envFrom is an *EnvError naming the container and variable. $(VAR)
+// envFrom is an *EnvError naming the container and variable (ContainerConfig
+// resolves the first two and envFrom with WithEnvObjects). $(VAR)
 // references are not expanded.
 func Env(pod *corev1.Pod, c *corev1.Container, hostIP, podIP string) ([]*runtimeapi.KeyValue, error) {
+	return env("Env", pod, c, hostIP, podIP, nil)
+}
+
+// EnvObjects looks up the configMaps and secrets of the pod's namespace
+// that a container's env takes values from (see WithEnvObjects). It is
+// called while ContainerConfig runs, from its goroutine.
+type EnvObjects interface {
+	// ConfigMap is the data of the configMap name; found is false when
+	// there is no such configMap (err is then nil).
+	ConfigMap(name string) (data map[string]string, found bool, err error)
+	// Secret is the data of the secret name; found is false when there
+	// is no such secret (err is then nil).
+	Secret(name string) (data map[string][]byte, found bool, err error)
+	// InvalidKeys is told the keys of one envFrom source (kind
+	// "configMap" or "secret", its name) that were skipped because,
+	// prefixed, they are not valid variable names: the kubelet's
+	// InvalidEnvironmentVariableNames event.
+	InvalidKeys(kind, name string, keys []string)
+}
+
+func env(method string, pod *corev1.Pod, c *corev1.Container, hostIP, podIP string, objs EnvObjects) ([]*runtimeapi.KeyValue, error) {
 	if pod == nil {
-		return nil, &ArgError{Method: "Env", Arg: "pod", Reason: "must not be nil"}
+		return nil, &ArgError{Method: method, Arg: "pod", Reason: "must not be nil"}
 	}
 	if c == nil {
-		return nil, &ArgError{Method: "Env", Arg: "container", Reason: "must not be nil"}
+		return nil, &ArgError{Method: method, Arg: "container", Reason: "must not be nil"}
 	}
-	if len(c.EnvFrom) > 0 {
+	if len(c.EnvFrom) > 0 && objs == nil {
 		return nil, &EnvError{Container: c.Name, Reason: "envFrom needs the API server and is not supported"}
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	fromSources, err := envFromSources(pod, c, objs)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(c.Env))
 	for _, e := range c.Env {
-		v := e.Value
+		set[e.Name] = true
+	}
+	out := make([]*runtimeapi.KeyValue, 0, len(fromSources)+len(c.Env))
+	for _, kv := range fromSources {
+		if !set[kv.Key] { // env wins over envFrom
+			out = append(out, kv)
+		}
+	}
+	for _, e := range c.Env {
+		v := []byte(e.Value)
 		if e.ValueFrom != nil {
-			var err error
-			if v, err = resolveValueFrom(pod, c, e, hostIP, podIP); err != nil {
+			var ok bool
+			if v, ok, err = resolveValueFrom(pod, c, e, hostIP, podIP, objs); err != nil {
 				return nil, err
 			}
+			if !ok {
+				continue // an optional key or object that is not there
+			}
 		}
-		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
+		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: v})
 	}
 	return out, nil
 }
 
+// envFromSources is the variables of c's envFrom sources, as the kubelet makes
+// them: each source's keys (a configMap's data, not its binaryData),
+// prefixed, in key order; a later source's key replaces an earlier one's;
+// a key that is not a valid variable name once prefixed is skipped and
+// reported (EnvObjects.InvalidKeys); a missing optional source adds
+// nothing, a missing required one is an *EnvError.
+func envFromSources(pod *corev1.Pod, c *corev1.Container, objs EnvObjects) ([]*runtimeapi.KeyValue, error) {
+	if len(c.EnvFrom) == 0 {
+		return nil, nil
+	}
+	var out []*runtimeapi.KeyValue
+	at := map[string]int{}
+	add := func(k string, v []byte) {
+		if i, ok := at[k]; ok {
+			out[i].Value = v
+			return
+		}
+		at[k] = len(out)
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: v})
+	}
+	for _, src := range c.EnvFrom {
+		var (
+			kind, name string
+			optional   bool
+			data       = map[string][]byte{}
+			found      bool
+			err        error
+		)
+		switch {
+		case src.ConfigMapRef != nil:
+			kind, name, optional = "configMap", src.ConfigMapRef.Name, ptrTrue(src.ConfigMapRef.Optional)
+			var m map[string]string
+			m, found, err = objs.ConfigMap(name)
+			for k, v := range m {
+				data[k] = []byte(v)
+			}
+		case src.SecretRef != nil:
+			kind, name, optional = "secret", src.SecretRef.Name, ptrTrue(src.SecretRef.Optional)
+			data, found, err = objs.Secret(name)
+		default:
+			return nil, &EnvError{Container: c.Name, Reason: "an envFrom source needs a configMapRef or a secretRef"}
+		}
+		if err != nil {
+			return nil, &EnvError{Container: c.Name, Reason: fmt.Sprintf("envFrom %s %s/%s: %v", kind, pod.Namespace, name, err)}
+		}
+		if !found {
+			if optional {
+				continue
+			}
+			return nil, &EnvError{Container: c.Name, Reason: fmt.Sprintf("%s %q not found", strings.ToLower(kind), name)}
+		}
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var invalid []string
+		for _, k := range keys {
+			name := src.Prefix + k
+			if len(validation.IsEnvVarName(name)) != 0 {
+				invalid = append(invalid, name)
+				continue
+			}
+			add(name, data[k])
+		}
+		if len(invalid) > 0 {
+			objs.InvalidKeys(kind, name, invalid)
+		}
+	}
+	return out, nil
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
 var subscript = regexp.MustCompile(`^metadata\.(labels|annotations)\['(.+)'\]$`)
 
-func resolveValueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, podIP string) (string, error) {
+// resolveValueFrom is the value of e; ok is false for an optional key
+// (or object) that is not there, which the kubelet leaves out.
+func resolveValueFrom(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, podIP string, objs EnvObjects) (v []byte, ok bool, err error) {
 	bad := func(reason string) error { return &EnvError{Container: c.Name, Variable: e.Name, Reason: reason} }
+	vf := e.ValueFrom
+	switch {
+	case vf.ConfigMapKeyRef != nil && objs != nil:
+		ref := vf.ConfigMapKeyRef
+		data, found, err := objs.ConfigMap(ref.Name)
+		if err != nil {
+			return nil, false, bad(fmt.Sprintf("configMap %s/%s: %v", pod.Namespace, ref.Name, err))
+		}
+		val, has := data[ref.Key]
+		switch {
+		case has:
+			return []byte(val), true, nil
+		case ptrTrue(ref.Optional):
+			return nil, false, nil
+		case !found:
+			return nil, false, bad(fmt.Sprintf("configmap %q not found", ref.Name))
+		}
+		return nil, false, bad(fmt.Sprintf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name))
+	case vf.SecretKeyRef != nil && objs != nil:
+		ref := vf.SecretKeyRef
+		data, found, err := objs.Secret(ref.Name)
+		if err != nil {
+			return nil, false, bad(fmt.Sprintf("secret %s/%s: %v", pod.Namespace, ref.Name, err))
+		}
+		val, has := data[ref.Key]
+		switch {
+		case has:
+			return val, true, nil
+		case ptrTrue(ref.Optional):
+			return nil, false, nil
+		case !found:
+			return nil, false, bad(fmt.Sprintf("secret %q not found", ref.Name))
+		}
+		return nil, false, bad(fmt.Sprintf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name))
+	}
+	s, err := resolveField(pod, c, e, hostIP, podIP, bad)
+	return []byte(s), err == nil, err
+}
+
+func resolveField(pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, hostIP, podIP string, bad func(string) error) (string, error) {
 	vf := e.ValueFrom
 	switch {
 	case vf.FieldRef != nil:

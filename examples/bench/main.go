@@ -82,8 +82,8 @@ func main() {
 				lb, why = lowerBound(sc, 0.99)
 			}
 			for _, m := range splitList(*modes) {
-				mode, err := agent.ParseMode(m)
-				if err != nil {
+				var mode agent.Mode
+				if err := mode.Set(m); err != nil {
 					fatal(err)
 				}
 				fmt.Fprintf(os.Stderr, "running %s (%s) in %s mode...\n", sc.Name, sc.About, mode)

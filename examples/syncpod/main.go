@@ -95,8 +95,8 @@ func newLogger(level string) (*zap.Logger, error) {
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
-	mode, err := agent.ParseMode(o.mode)
-	if err != nil {
+	var mode agent.Mode
+	if err := mode.Set(o.mode); err != nil {
 		return fmt.Errorf("--mode: %w", err)
 	}
 	log, err := newLogger(o.logLevel)

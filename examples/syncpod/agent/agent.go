@@ -109,7 +109,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 			o(&cfg)
 		}
 	}
-	if _, err := ParseMode(string(cfg.mode)); err != nil {
+	if err := cfg.mode.valid(); err != nil {
 		return nil, fmt.Errorf("agent: New: %w", err)
 	}
 	if cfg.probeWorkers < 0 {
@@ -117,6 +117,9 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	}
 	if cfg.probeWorkers == 0 {
 		cfg.probeWorkers = defaultProbeWorkers
+	}
+	if isNilSource(cfg.resources) {
+		return nil, errors.New("agent: New: WithNode: Resources is a nil source")
 	}
 	if cfg.podDir != "" && !filepath.IsAbs(cfg.podDir) {
 		return nil, fmt.Errorf("agent: New: WithNode: PodDir %q is not an absolute path", cfg.podDir)
@@ -151,6 +154,7 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	a.backoff = newCrashBackoff(a.clock, crashInitial, crashMax)
 	a.pods = newPodRecords()
 	a.volumes = newVolumeManager(cfg.podDir, a.log)
+	a.volumes.useResources(a.ctx, cfg.resources, a.clock, a.wake)
 	a.mode = podSyncMode(syncpodMode{a})
 	if cfg.mode == ModeBaseline {
 		a.mode = baselineMode{a: a, s: baseline.New(a.clock)}
@@ -184,14 +188,14 @@ func New(rt cri.RuntimeService, img cri.ImageManagerService, opts ...Option) (*A
 	if cfg.mode == ModeBaseline {
 		threshold := cfg.plegThreshold()
 		period := cfg.scaled(relistPeriod)
-		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull}
+		a.images = &blockingPuller{runtime: a.runtime, clock: a.clock, obs: observePull, auth: a.volumes.pullAuth}
 		a.relister = newRelister(a.runtime, a.clock, a.log, a.inspector, func() time.Duration { return period },
 			threshold, a.cache, a.wakeAndReport, observeRelist)
 		a.relister.active = a.active
 		a.source = a.relister
 		cache.trackReads(a.active) // workers park in GetNewerThan until a relist
 	} else {
-		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.wake, observePull)
+		images, err := newImageGate(a.runtime.imageService(), a.clock, a.log, cfg, a.active, a.wake, observePull, a.volumes.pullAuth)
 		if err != nil {
 			return nil, fmt.Errorf("agent: New: %w", err)
 		}

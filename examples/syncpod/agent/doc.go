@@ -108,6 +108,35 @@
 // with a volume error, and is retried on the next sync. A pod's directory
 // goes with its sandbox; an adopting agent keeps it.
 //
+// API objects (Node.Resources, a PodResources such as the
+// virtual-kubelet provider's Resources): configMap and secret volumes and
+// projected volumes of serviceAccountToken, configMap, secret and
+// downwardAPI sources (the kube-api-access-* volume of every pod of a
+// cluster), with items, keys, defaultMode and item modes, and optional (a
+// missing optional object gives an empty volume, a missing optional key no
+// file; a missing required one fails the volume with the kubelet's
+// message). Secret and projected volumes are on a tmpfs when the agent is
+// root; otherwise they are written to the pod directory, and the log says
+// so once. Every such volume is written as the kubelet's atomic writer
+// does (a new ..data version swapped in by rename) at each sync when its
+// content changed: the source wakes the pods whose objects changed, and
+// the minute resync rewrites a rotated token. Tokens are TokenRequests
+// bound to the pod, with the projection's audience and expirationSeconds,
+// asked for again once 80% of their life has passed or after 24 h (the
+// kubelet's rule without its jitter), the old one kept while the API
+// server does not answer and it has not expired. Env: configMapKeyRef and
+// secretKeyRef (optional honoured), envFrom with its prefix (invalid names
+// skipped with an InvalidEnvironmentVariableNames event), through
+// podcri.WithEnvObjects. imagePullSecrets (dockerconfigjson and dockercfg)
+// become the pull's CRI AuthConfig: the entry whose registry (host with
+// "*" label globs, port, path prefix; docker.io's aliases as one) matches
+// the image, the most specific first (the kubelet tries every match in
+// turn; the agent the first only); asyncpull dedupes pulls by credential
+// and never logs one, nor does the agent. A pod with pull secrets is not
+// prefetched before its first sync has read them. Without a PodResources
+// a pod that needs one fails its containers' starts saying the API server
+// is needed.
+//
 // Statuses: Agent.Pod gives a pod with the corev1.PodStatus a kubelet
 // would report (podcri.PodStatus: phase, conditions, container states and
 // the kubelet's waiting reasons, restart counts, IDs), from the agent's
@@ -119,9 +148,8 @@
 // phase. The virtual-kubelet provider is a front-end over these, as the
 // syncpod command is over manifests.
 //
-// Not done yet: the volumes that need the API server (configMap, secret,
-// service-account tokens: a pod using one fails those containers' starts
-// with a message saying so); preStop hooks of orphaned pods (their spec is
+// Not done yet: clusterTrustBundle and podCertificate projections, and
+// immutable objects' watches are not dropped; preStop hooks of orphaned pods (their spec is
 // gone); the crash-loop back-off is kept in memory (as the kubelet keeps
 // it), so an adopting agent starts it afresh.
 //

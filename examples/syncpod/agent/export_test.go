@@ -69,3 +69,4 @@ func WithSafetyRelist(d time.Duration) Option      { return WithTuning(Tuning{Sa
 func WithPodDir(dir string) Option                 { return WithNode(Node{PodDir: dir}) }
 func WithNodeIP(ip string) Option                  { return WithNode(Node{IP: ip}) }
 func (a *Agent) PLEGHealth() (bool, error, string) { return a.plegHealth() }
+func WithPodResources(src PodResources) Option     { return WithNode(Node{Resources: src}) }

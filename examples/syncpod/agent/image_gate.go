@@ -25,6 +25,7 @@ import (
 type asyncGate struct {
 	s        *asyncpull.Scheduler
 	inflight atomic.Int64
+	auth     pullAuthFunc
 
 	// awaiting holds the pod/image pairs whose Ensure answered "queued" or
 	// "pulling": an inspection or a pull is working for them, and a notify
@@ -39,8 +40,8 @@ var _ imageGate = (*asyncGate)(nil)
 
 // newImageGate builds the syncpod-mode image gate.
 func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExecution, log *zap.Logger, cfg config,
-	active *activity, wake func(types.UID), obs func(string, time.Duration, error)) (imageGate, error) {
-	g := &asyncGate{active: active, awaiting: map[types.UID]map[string]bool{}}
+	active *activity, wake func(types.UID), obs func(string, time.Duration, error), auth pullAuthFunc) (imageGate, error) {
+	g := &asyncGate{active: active, awaiting: map[types.UID]map[string]bool{}, auth: auth}
 	s, err := asyncpull.New(img, append([]asyncpull.Option{
 		asyncpull.WithClock(clk),
 		asyncpull.WithLogger(log),
@@ -73,8 +74,9 @@ func newImageGate(img cri.ImageManagerService, clk clock.WithTickerAndDelayedExe
 
 func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, priority int32, sb *runtimeapi.PodSandboxConfig) (bool, error) {
 	// The interest lives as long as the pod: forget (Cancel) ends it.
+	auth, _ := g.auth(nil, uid, image)
 	res := g.s.Ensure(context.Background(), asyncpull.Request{Image: image, PullPolicy: asyncpull.PullIfNotPresent,
-		PodSandboxConfig: sb, PodUID: uid, Priority: priority})
+		Auth: auth, PodSandboxConfig: sb, PodUID: uid, Priority: priority})
 	if res.State == asyncpull.StateQueued || res.State == asyncpull.StatePulling {
 		g.await(uid, image)
 	} else {
@@ -91,6 +93,9 @@ func (g *asyncGate) ensure(_ context.Context, uid types.UID, image string, prior
 
 func (g *asyncGate) prefetch(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig) {
 	for _, image := range podImages(pod) {
+		if _, known := g.auth(pod, pod.UID, image); !known {
+			return // its sync reads its pull secrets, then pulls
+		}
 		_, _ = g.ensure(ctx, pod.UID, image, pullPriority(pod, image), sb)
 	}
 }

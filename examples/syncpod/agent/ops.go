@@ -152,6 +152,10 @@ func (a *Agent) podContainerConfig(pod *corev1.Pod, step containerStart) (*runti
 	if a.cfg.podNetwork {
 		extra = append(extra, podcri.WithNamespaceOptions(podcri.NamespaceOptions(pod)))
 	}
+	if objs, done := a.envObjects(pod, step.spec.Name); objs != nil {
+		defer done()
+		extra = append(extra, podcri.WithEnvObjects(objs))
+	}
 	if a.cfg.nodeIP != "" && (!a.cfg.podNetwork || pod.Spec.HostNetwork) {
 		extra = append(extra, podcri.WithPodIPs(a.cfg.nodeIP, a.cfg.nodeIP))
 	}

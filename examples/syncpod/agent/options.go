@@ -27,13 +27,25 @@ const (
 	ModeBaseline Mode = "baseline"
 )
 
-// ParseMode parses "syncpod" or "baseline".
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeSyncPod, ModeBaseline:
-		return Mode(s), nil
+// String returns the mode's name.
+func (m Mode) String() string { return string(m) }
+
+// Set sets m from its name, "syncpod" or "baseline", so that a Mode is a
+// flag.Value (flag.Var(&mode, "mode", ...)).
+func (m *Mode) Set(s string) error {
+	if err := Mode(s).valid(); err != nil {
+		return err
 	}
-	return "", fmt.Errorf("unknown mode %q (want syncpod or baseline)", s)
+	*m = Mode(s)
+	return nil
+}
+
+func (m Mode) valid() error {
+	switch m {
+	case ModeSyncPod, ModeBaseline:
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q (want syncpod or baseline)", string(m))
 }
 
 // The kubelet's periods, before TimeScale.
@@ -78,6 +90,7 @@ type config struct {
 	statusHook   func(PodStatusUpdate)
 	pullOpts     []asyncpull.Option
 	podDir       string
+	resources    PodResources
 }
 
 // WithMode selects ModeSyncPod (default) or ModeBaseline.
@@ -154,6 +167,11 @@ type Node struct {
 	// MaxGracePeriod caps every pod's termination grace period (a
 	// deletion's, or the spec's). Zero or negative: no cap.
 	MaxGracePeriod time.Duration
+	// Resources is where the agent gets the configMaps, secrets and
+	// service-account tokens its pods reference (see PodResources).
+	// Without it a pod that references one fails with that reason, and
+	// static pods run as before.
+	Resources PodResources
 }
 
 // WithNode sets the non-zero fields of n (so several WithNode add up).
@@ -173,6 +191,9 @@ func WithNode(n Node) Option {
 		}
 		if n.MaxGracePeriod != 0 {
 			c.maxGrace = n.MaxGracePeriod
+		}
+		if n.Resources != nil {
+			c.resources = n.Resources
 		}
 	}
 }

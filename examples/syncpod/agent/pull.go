@@ -38,6 +38,11 @@ type imageGate interface {
 	close()
 }
 
+// pullAuthFunc is the registry credential of a pod's pull of image (nil:
+// anonymous); known is false when pod (nil: not at hand) has pull
+// secrets not read yet.
+type pullAuthFunc func(pod *corev1.Pod, uid types.UID, image string) (auth *runtimeapi.AuthConfig, known bool)
+
 // blockingPuller is today's kubelet image manager with serialized pulls:
 // the worker asks the runtime, then pulls and waits; one pull at a time
 // node-wide (serializeImagePulls=true, the default).
@@ -45,6 +50,7 @@ type blockingPuller struct {
 	runtime *runtimeLayer
 	clock   clock.PassiveClock
 	obs     func(image string, d time.Duration, err error) // called after each pull
+	auth    pullAuthFunc
 
 	serial   sync.Mutex
 	mu       sync.Mutex
@@ -71,7 +77,8 @@ func (p *blockingPuller) ensure(ctx context.Context, uid types.UID, image string
 	p.serial.Lock()
 	defer p.serial.Unlock()
 	start := p.clock.Now()
-	_, err = p.runtime.pullImage(ctx, spec, sb)
+	auth, _ := p.auth(nil, uid, image)
+	_, err = p.runtime.pullImage(ctx, spec, auth, sb)
 	if p.obs != nil {
 		p.obs(image, p.clock.Since(start), err)
 	}

@@ -94,6 +94,6 @@ func (r *runtimeLayer) imageStatus(ctx context.Context, spec *runtimeapi.ImageSp
 	return r.img.ImageStatus(ctx, spec, false)
 }
 
-func (r *runtimeLayer) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sb *runtimeapi.PodSandboxConfig) (string, error) {
-	return r.img.PullImage(ctx, spec, nil, sb)
+func (r *runtimeLayer) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig) (string, error) {
+	return r.img.PullImage(ctx, spec, auth, sb)
 }

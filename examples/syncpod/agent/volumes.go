@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/criclient/podcri"
 )
@@ -55,6 +57,16 @@ type volumeManager struct {
 	selinux bool
 	log     *zap.Logger
 
+	// With a PodResources (useResources): where configMaps, secrets and
+	// tokens come from, the agent's context for reading them, and the
+	// wake of a pod whose objects changed.
+	res       PodResources
+	tokens    *tokens
+	ctx       context.Context
+	wake      func(types.UID)
+	onDiskMsg sync.Once              // the warning that secrets are not on tmpfs
+	keyrings  map[types.UID]*keyring // guarded by mu: each pod's imagePullSecrets, as of its last set-up
+
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
 }
@@ -65,7 +77,7 @@ type podVolumes struct {
 	done    bool
 	vols    map[string]podcri.Volume
 	errs    map[string]error
-	written map[string]string // downward-API volume dir → its files as last written
+	written map[string]string // written volume dir → its files as last written
 }
 
 func newVolumeManager(dir string, log *zap.Logger) *volumeManager {
@@ -93,7 +105,22 @@ func (m *volumeManager) state(uid types.UID) *podVolumes {
 func (m *volumeManager) forget(uid types.UID) {
 	m.mu.Lock()
 	delete(m.pods, uid)
+	delete(m.keyrings, uid)
 	m.mu.Unlock()
+	if m.res != nil {
+		m.res.UnregisterPod(uid)
+		m.tokens.forget(uid)
+	}
+}
+
+// useResources makes the volume manager read the pods' configMaps,
+// secrets and tokens from src (nil: none), within ctx, and wake a pod
+// whose objects changed.
+func (m *volumeManager) useResources(ctx context.Context, src PodResources, clk clock.PassiveClock, wake func(types.UID)) {
+	if src == nil {
+		return
+	}
+	m.res, m.tokens, m.ctx, m.wake = src, newTokens(src, clk), ctx, wake
 }
 
 func (m *volumeManager) podPath(uid types.UID, elem ...string) string {
@@ -113,9 +140,19 @@ func (m *volumeManager) setUp(pod *corev1.Pod) {
 
 func (m *volumeManager) setUpLocked(pod *corev1.Pod, pv *podVolumes) {
 	pv.vols, pv.errs, pv.done = map[string]podcri.Volume{}, map[string]error{}, true
+	var objs *podObjects
+	ctx := context.Background()
+	if m.res != nil {
+		m.res.RegisterPod(pod, m.wake)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(m.ctx, resourceTimeout)
+		defer cancel()
+		objs = newPodObjects(ctx, m.res, pod.Namespace)
+		m.setKeyring(pod.UID, m.pullKeyring(pod, objs))
+	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		path, err := m.setUpVolume(pod, v, pv)
+		path, err := m.setUpVolume(ctx, pod, v, pv, objs)
 		if err != nil {
 			pv.errs[v.Name] = &volumeError{Pod: podKey(pod), Volume: v.Name, Err: err}
 			continue
@@ -124,17 +161,20 @@ func (m *volumeManager) setUpLocked(pod *corev1.Pod, pv *podVolumes) {
 	}
 }
 
-func (m *volumeManager) setUpVolume(pod *corev1.Pod, v *corev1.Volume, pv *podVolumes) (string, error) {
+func (m *volumeManager) setUpVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, pv *podVolumes, objs *podObjects) (string, error) {
 	src := v.VolumeSource
 	if src.HostPath != nil {
 		return src.HostPath.Path, checkHostPath(src.HostPath)
 	}
+	fromAPI := src.ConfigMap != nil || src.Secret != nil || (src.Projected != nil && projectsAPIObjects(src.Projected))
 	switch {
-	case src.ConfigMap != nil:
-		return "", errors.New("configMap volumes need the API server: not available to a static pod")
-	case src.Secret != nil:
-		return "", errors.New("secret volumes need the API server: not available to a static pod")
-	case src.EmptyDir == nil && src.DownwardAPI == nil && src.Projected == nil:
+	case fromAPI && m.res == nil && src.ConfigMap != nil:
+		return "", errNoResources("configMap volumes")
+	case fromAPI && m.res == nil && src.Secret != nil:
+		return "", errNoResources("secret volumes")
+	case fromAPI && m.res == nil:
+		return "", projectedNeedsAPI(src.Projected)
+	case src.EmptyDir == nil && src.DownwardAPI == nil && !fromAPI && src.Projected == nil:
 		return "", fmt.Errorf("volume type %s is not supported", volumeKind(src))
 	}
 	if m.dir == "" {
@@ -144,17 +184,33 @@ func (m *volumeManager) setUpVolume(pod *corev1.Pod, v *corev1.Volume, pv *podVo
 	case src.EmptyDir != nil:
 		return m.setUpEmptyDir(pod.UID, v)
 	default:
-		files, err := podcri.VolumeFiles(pod, v)
+		var files []podcri.File
+		var err error
+		if fromAPI {
+			files, err = m.sourceFiles(ctx, pod, v, objs)
+		} else {
+			files, err = podcri.VolumeFiles(pod, v)
+		}
 		if err != nil {
 			return "", err
 		}
 		plugin := downwardPlugin
-		if src.Projected != nil {
+		switch {
+		case src.Projected != nil:
 			plugin = projectedPlugin
+		case src.ConfigMap != nil:
+			plugin = configMapPlugin
+		case src.Secret != nil:
+			plugin = secretPlugin
 		}
 		dir := m.podPath(pod.UID, volumesSubdir, plugin, v.Name)
 		if err := makeDir(dir, 0o755); err != nil {
 			return "", err
+		}
+		if src.Secret != nil || (src.Projected != nil && fromAPI) {
+			if err := m.memoryBacked(dir); err != nil {
+				return "", err
+			}
 		}
 		digest := filesDigest(files)
 		if pv.written[dir] == digest {
@@ -166,6 +222,56 @@ func (m *volumeManager) setUpVolume(pod *corev1.Pod, v *corev1.Volume, pv *podVo
 		pv.written[dir] = digest
 		return dir, nil
 	}
+}
+
+// projectsAPIObjects reports whether a projected volume has a source
+// that needs the API server (anything but downwardAPI).
+func projectsAPIObjects(p *corev1.ProjectedVolumeSource) bool {
+	for _, s := range p.Sources {
+		if s.DownwardAPI == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// projectedNeedsAPI names the first source of p that needs the API
+// server.
+func projectedNeedsAPI(p *corev1.ProjectedVolumeSource) error {
+	for i, s := range p.Sources {
+		what := ""
+		switch {
+		case s.DownwardAPI != nil:
+			continue
+		case s.ServiceAccountToken != nil:
+			what = "serviceAccountToken"
+		case s.ConfigMap != nil:
+			what = "configMap"
+		case s.Secret != nil:
+			what = "secret"
+		default:
+			return fmt.Errorf("projected source %d is not supported", i)
+		}
+		return fmt.Errorf("projected source %d is %s, which needs the API server: not available to a static pod", i, what)
+	}
+	return nil
+}
+
+// memoryBacked puts a secret or projected volume's directory on a tmpfs,
+// as the kubelet does so that secrets never reach the disk. That needs
+// root: an agent that is not root writes them to the pod directory, and
+// says so once in its log.
+func (m *volumeManager) memoryBacked(dir string) error {
+	if os.Geteuid() != 0 {
+		m.onDiskMsg.Do(func() {
+			m.log.Warn("not root: secret and projected volumes are written to the pod directory's disk, not to a tmpfs", zap.String("dir", m.dir))
+		})
+		return nil
+	}
+	if err := mountTmpfs(dir, nil); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o755)
 }
 
 // setUpEmptyDir makes the pod's directory for an emptyDir, world-writable

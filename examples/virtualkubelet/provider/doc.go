@@ -8,7 +8,8 @@
 //
 //	cri, _ := criclient.Dial(ctx, "unix:///run/containerd/containerd.sock")
 //	p, err := provider.New(ctx, cri, cri,
-//		provider.WithNodeIP("10.0.0.5"), provider.WithPodLogDir("/var/log/pods"))
+//		provider.WithNodeIP("10.0.0.5"), provider.WithPodLogDir("/var/log/pods"),
+//		provider.WithPodDir("/var/lib/syncpod/pods"), provider.WithKubeClient(kube))
 //	if err != nil { ... }
 //	defer p.Close()
 //	pc, _ := node.NewPodController(node.PodControllerConfig{Provider: p, ...})
@@ -113,11 +114,34 @@
 //	              stats, metrics, log; anonymous is       on nodes/proxy, stats, metrics, log; no
 //	              configurable                            anonymous access
 //
+// # Pod resources from the API server
+//
+// With WithKubeClient (syncpod-vk passes its client) the pods get what
+// they reference through Resources, the agent's PodResources:
+//
+//   - volumes: configMap, secret (on a tmpfs as root) and projected
+//     (serviceAccountToken, configMap, secret, downwardAPI: the
+//     kube-api-access-* volume), items, modes and optional honoured,
+//     rewritten atomically (..data swap) when a watched object changes;
+//     kubelet: the same, its configMap and secret managers watch-based;
+//   - env: valueFrom configMapKeyRef and secretKeyRef, envFrom with its
+//     prefix, invalid keys skipped as the kubelet does;
+//   - imagePullSecrets: the CRI AuthConfig of the pull, matched to the
+//     image's registry as the kubelet's keyring does (simplified: the most
+//     specific entry only, where the kubelet tries each match);
+//   - tokens: TokenRequests bound to the pod, rotated at 80% of their life
+//     or after 24 h, as the kubelet's token manager (without its jitter).
+//
+// Each configMap or secret a pod references has a watch of its own (list
+// and watch by metadata.name), started with the first pod that references
+// it and stopped with the last, as the kubelet's watch-based managers.
+// The node needs to get, list and watch those objects and to create
+// tokens (the node authorizer's grants for a kubelet).
+//
 // # Not supported
 //
-// What the agent does not do (its package doc): volumes that need the API
-// server (configMap, secret, serviceAccountToken: such a pod fails to
-// start with a clear reason), ephemeral containers, activeDeadlineSeconds;
+// What the agent does not do (its package doc): clusterTrustBundle and
+// podCertificate projections, ephemeral containers, activeDeadlineSeconds;
 // in the kubelet API, filesystem, network and volume stats, rotated log
 // files and /metrics/probes, /metrics/cadvisor, /checkpoint, /debug.
 package provider

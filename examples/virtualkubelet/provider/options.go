@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/syncpod/syncpod/asyncpull"
@@ -39,6 +40,7 @@ type config struct {
 	maxParallelStarts int
 	pullOpts          []asyncpull.Option
 	agentOpts         []agent.Option
+	kube              kubernetes.Interface
 }
 
 func defaultConfig() config {
@@ -104,4 +106,21 @@ func WithPullOptions(opts ...asyncpull.Option) Option {
 // with (its mode, admission, probes ...), after the provider's own.
 func WithAgentOptions(opts ...agent.Option) Option {
 	return func(cfg *config) { cfg.agentOpts = append(cfg.agentOpts, opts...) }
+}
+
+// WithKubeClient gives the pods the API objects they reference through
+// kube (see Resources): configMap, secret and projected volumes (the
+// kube-api-access-* volume every pod of a cluster with ServiceAccount
+// admission gets), env from configMaps and secrets, imagePullSecrets and
+// service-account tokens. The node needs to get, list and watch the
+// configMaps and secrets of its pods and to create their service
+// accounts' tokens, as the node authorizer lets a kubelet. Without it a
+// pod that references such an object fails to start with a reason that
+// says the API server is needed. A nil kube is ignored.
+func WithKubeClient(kube kubernetes.Interface) Option {
+	return func(cfg *config) {
+		if kube != nil {
+			cfg.kube = kube
+		}
+	}
 }

@@ -30,11 +30,12 @@ var ErrClosed = errors.New("provider: closed")
 // through the syncpod agent. Create it with New; it is safe for
 // concurrent use; Close releases it.
 type Provider struct {
-	cfg      config
-	rt       criapi.RuntimeService // the kubelet API's calls: logs, streaming, stats
-	agent    *agent.Agent
-	notifier *notifier
-	nodeCPU  nodeCPU // the node's last CPU sample (GetStatsSummary)
+	cfg       config
+	rt        criapi.RuntimeService // the kubelet API's calls: logs, streaming, stats
+	agent     *agent.Agent
+	notifier  *notifier
+	nodeCPU   nodeCPU    // the node's last CPU sample (GetStatsSummary)
+	resources *Resources // nil without WithKubeClient
 
 	mu        sync.Mutex
 	closed    bool
@@ -84,14 +85,30 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 			StartParallelism: cfg.maxParallelStarts, PullOptions: cfg.pullOpts}),
 		agent.WithPodStatusHook(p.onStatus),
 	}
+	if cfg.kube != nil {
+		res, err := NewResources(cfg.kube, cfg.logger)
+		if err != nil {
+			p.notifier.close()
+			return nil, fmt.Errorf("provider.New: %w", err)
+		}
+		p.resources = res
+		agentOpts = append(agentOpts, agent.WithNode(agent.Node{Resources: res}))
+	}
+	closeResources := func() {
+		if p.resources != nil {
+			_ = p.resources.Close()
+		}
+	}
 	a, err := agent.New(rt, images, append(agentOpts, cfg.agentOpts...)...)
 	if err != nil {
 		p.notifier.close()
+		closeResources()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	if err := a.Start(); err != nil {
 		a.Stop()
 		p.notifier.close()
+		closeResources()
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.agent = a
@@ -99,7 +116,8 @@ func New(ctx context.Context, rt criapi.RuntimeService, images criapi.ImageManag
 }
 
 // Close stops the agent (every pod worker, the PLEG and the pull
-// scheduler) and the notifications, and waits for them. Pods keep running
+// scheduler), the notifications and the watches of WithKubeClient, and
+// waits for them. Pods keep running
 // in the runtime (like a kubelet restart): a provider started later adopts
 // them as virtual-kubelet creates them again. It is idempotent.
 func (p *Provider) Close() error {
@@ -109,6 +127,9 @@ func (p *Provider) Close() error {
 		p.mu.Unlock()
 		p.agent.Stop()
 		p.notifier.close()
+		if p.resources != nil {
+			_ = p.resources.Close()
+		}
 	})
 	return nil
 }

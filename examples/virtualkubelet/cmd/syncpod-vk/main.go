@@ -79,7 +79,7 @@ func run() error {
 		nodeName   = flag.String("nodename", "syncpod-vk", "name of the virtual node")
 		endpoint   = flag.String("cri-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the simulated runtime in-process")
 		podLogDir  = flag.String("pod-log-dir", "", "directory for pod logs (the kubelet uses /var/log/pods); empty: no logs")
-		podDir     = flag.String("pod-dir", "", "directory for pod volumes (emptyDir, downwardAPI) and termination-message files, as the kubelet's /var/lib/kubelet/pods; empty: pods with such volumes fail to start")
+		podDir     = flag.String("pod-dir", "", "directory for pod volumes (emptyDir, downwardAPI, configMap, secret, projected such as kube-api-access) and termination-message files, as the kubelet's /var/lib/kubelet/pods; empty: pods with such volumes fail to start")
 		nodeIP     = flag.String("node-ip", "", "the node's InternalIP, reported as the pods' hostIP; empty: an address of the host's default-route interface")
 		cpu        = flag.String("cpu", "", "CPU capacity advertised; empty: the host's CPUs (8 with -nodes N)")
 		memory     = flag.String("memory", "", "memory capacity advertised; empty: the host's MemTotal (32Gi with -nodes N)")
@@ -232,7 +232,8 @@ func runNode(ctx context.Context, kube kubernetes.Interface, o options, logger *
 	}
 	prov, err := provider.New(ctx, client.CRI(), client.CRI(),
 		provider.WithLogger(logger), provider.WithNodeName(o.nodeName),
-		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir), provider.WithPodDir(o.podDir))
+		provider.WithNodeIP(o.nodeIP), provider.WithPodLogDir(o.podLogDir), provider.WithPodDir(o.podDir),
+		provider.WithKubeClient(kube))
 	if err != nil {
 		return err
 	}
