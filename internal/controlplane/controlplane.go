@@ -220,6 +220,9 @@ func launch(dir string, bins map[string]string, c config) (*ControlPlane, error)
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--kubelet-client-certificate=" + filepath.Join(dir, kubeletClientCertFile),
 		"--kubelet-client-key=" + filepath.Join(dir, kubeletClientKeyFile),
+		// As kubeadm sets it: a node's InternalIP before its Hostname, which
+		// need not resolve to where the node listens.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--enable-priority-and-fairness=false",

@@ -47,7 +47,6 @@ type PodResources interface {
 	ServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
-
 // errNoResources is the reason a pod that needs the API server fails
 // without a PodResources.
 func errNoResources(what string) error {
