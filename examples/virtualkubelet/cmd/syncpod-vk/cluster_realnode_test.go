@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,8 +38,9 @@ func kubeAPIAccessDir(podDir string, pod *corev1.Pod) string {
 // Deployment of 3 replicas, each pod with the kube-api-access volume
 // admission adds, a configMap volume, env from the configMap and a
 // secret (as containerd shows them), and an imagePullSecret, comes up Running and Ready; the
-// mounted token authenticates as the pod's service account (kubectl
-// auth whoami and a TokenReview), next to the cluster's CA and the
+// mounted token, read in the container with kubectl exec, authenticates
+// as the pod's service account (kubectl auth whoami and a TokenReview),
+// next to the cluster's CA and the
 // pod's namespace; a configMap update reaches the mounted files (within
 // 60 s); a Job runs to completion.
 func TestRealNodeClusterWorkloads(t *testing.T) {
@@ -50,8 +52,16 @@ func TestRealNodeClusterWorkloads(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	podDir := filepath.Join(n.Dir, "kubelet-pods")
+	// The node's kubelet API, for kubectl exec: on an address the API
+	// server may proxy to, trusting its kubelet client certificate.
+	ip := hostIP(t)
+	caFile := filepath.Join(t.TempDir(), "kubelet-client-ca.crt")
+	if err := os.WriteFile(caFile, cp.KubeletClientCAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	o := options{nodeName: "vk-cluster", endpoint: n.Endpoint, podLogDir: filepath.Join(n.Dir, "pods"), podDir: podDir,
-		nodeIP: "127.0.0.1", taint: true, workers: 4, capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}
+		nodeIP: ip, taint: true, workers: 4, capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+		api: apiOptions{listen: net.JoinHostPort(ip, "0"), clientCAFile: caFile}}
 	go func() { done <- runNode(ctx, kube, o, zap.NewNop()) }()
 	t.Cleanup(func() { // before the control plane and the node go
 		cancel()
@@ -135,6 +145,10 @@ spec:
 	token, err := os.ReadFile(filepath.Join(access, "token"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Inside the container, as a client in the pod reads it.
+	if inPod := kubectl("exec", pod.Name, "-c", "app", "--", "/workload", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"); strings.TrimSpace(inPod) != strings.TrimSpace(string(token)) {
+		t.Errorf("kubectl exec cat of the token: %d bytes, not the %d mounted on the node", len(inPod), len(token))
 	}
 	who := strings.TrimSpace(kubectl("auth", "whoami", "--token="+string(token), "-o", "jsonpath={.status.userInfo.username}"))
 	if who != "system:serviceaccount:default:default" {
