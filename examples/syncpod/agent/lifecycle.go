@@ -133,6 +133,7 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *runtimePodStatus {
 		st.index()
 		return st
 	}
+	st.Observed = ps.Timestamp
 	// A container status does not name its sandbox: a container belongs
 	// to the newest sandbox created before it.
 	cands := make([]sandboxCandidate, len(ps.SandboxStatuses))
@@ -193,7 +194,9 @@ func fromPLEG(uid types.UID, ps *pleg.PodStatus) *runtimePodStatus {
 // yet, so an event-fed cache that lags behind never makes the worker
 // create a sandbox or start a container twice (the kubelet's evented PLEG
 // bug, kubernetes#121003). They expire, after which a pod relist is asked
-// for and the status is trusted again.
+// for, and the status is trusted again once it was observed after the
+// last action: a slow relist (a loaded runtime) never makes the worker
+// act again on a status older than what it did.
 type expectations struct {
 	mu        sync.Mutex
 	sandboxID string
@@ -242,6 +245,14 @@ func (e *expectations) container(name string, attempt uint32, now time.Time) {
 	e.started[name] = attempt
 	e.since = now
 	e.mu.Unlock()
+}
+
+// seenSince reports whether a status observed at t is newer than every
+// action the expectations remember: only such a status may overrule them.
+func (e *expectations) seenSince(t time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return t.After(e.since)
 }
 
 // age is how long the oldest unmet expectation has waited.

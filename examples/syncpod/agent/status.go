@@ -77,6 +77,7 @@ type runtimePodStatus struct {
 	SandboxCreated time.Time                     // when the chosen sandbox was created
 	SandboxIP      string                        // the chosen sandbox's IP, when the runtime gives it (syncpod mode)
 	Containers     []*containerInstance          // all instances, newest first
+	Observed       time.Time                     // when the runtime was read for it (syncpod mode: the PLEG's timestamp)
 	latest         map[string]*containerInstance // by name, newest instance
 }
 

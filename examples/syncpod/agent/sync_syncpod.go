@@ -33,8 +33,8 @@ func (a *Agent) syncSyncPod(ctx context.Context, pod *corev1.Pod) syncResult {
 	exp := a.expectationsFor(pod.UID)
 	waitSandbox, pending := exp.apply(st)
 	if pending {
-		if age := exp.age(now); age > 2*expectWait {
-			exp.reset() // the status is the truth again
+		if age := exp.age(now); age > 2*expectWait && exp.seenSince(st.Observed) {
+			exp.reset() // the status, observed after the action, is the truth again
 			st, _ = a.lifecycle.status(pod.UID)
 			waitSandbox, pending = false, false
 		} else if age > expectWait {
