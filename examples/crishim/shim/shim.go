@@ -88,12 +88,18 @@ type Shim struct {
 	lastVersion atomic.Pointer[runtimeapi.VersionResponse]
 	// bound is the view's staleness bound, which also bounds the wait
 	// for the runtime's Status and Version.
-	bound     time.Duration
-	gates     [numClasses]*criclient.Gate
-	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain     chan struct{}   // closed by Drain: streams end, new calls fail
-	drainOnce sync.Once
-	closeOnce sync.Once
+	bound time.Duration
+	gates [numClasses]*criclient.Gate
+	async *asyncSandboxes // nil unless AsyncRunPodSandbox
+	// abandoned hides the containers of CreateContainer calls whose
+	// caller gave up while the runtime had them.
+	abandoned abandoned
+	// lateUndone counts the containers removed because the runtime
+	// created them after their caller gave up.
+	lateUndone atomic.Uint64
+	drain      chan struct{} // closed by Drain: streams end, new calls fail
+	drainOnce  sync.Once
+	closeOnce  sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
@@ -202,4 +208,21 @@ func (s *Shim) draining() bool {
 	default:
 		return false
 	}
+}
+
+// Stats are the shim's counters since New.
+type Stats struct {
+	// LateCreatesUndone counts the containers the shim removed because
+	// the runtime created them after their CreateContainer's caller had
+	// given up (see the package documentation).
+	LateCreatesUndone uint64
+	// AbandonedCreates is how many CreateContainer calls the runtime has
+	// now whose caller gave up: the containers they may create are hidden
+	// until the call ends and is undone.
+	AbandonedCreates int
+}
+
+// Stats returns the shim's counters.
+func (s *Shim) Stats() Stats {
+	return Stats{LateCreatesUndone: s.lateUndone.Load(), AbandonedCreates: s.abandoned.count()}
 }
