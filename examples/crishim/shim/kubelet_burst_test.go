@@ -12,6 +12,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/syncpod/syncpod/examples/crishim/shim"
 	"github.com/syncpod/syncpod/internal/kubelethost"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
@@ -171,6 +172,11 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 		fmt.Sprintf("%-10s relist quantiles over the create: p50≤%.3gs p99≤%.3gs max≤%.3gs; pod start p50≤%.3gs p99≤%.3gs; lost %d",
 			m.name, relist1.Sub(relist0).Quantile(0.5), relist1.Sub(relist0).Quantile(0.99), maxBound(relist1.Sub(relist0)),
 			start1.Sub(start0).Quantile(0.5), start1.Sub(start0).Quantile(0.99), len(lost)),
+	}
+	if s, ok := shimsByNode.Load(n); ok {
+		sh := s.(*shim.Shim)
+		st, vs := sh.Stats(), sh.View().Stats()
+		lines = append(lines, fmt.Sprintf("%-10s shim: %+v; view: %d status calls, %d relists, %d events", m.name, st, vs.StatusCalls, vs.Relists, vs.Events))
 	}
 	for _, l := range lines {
 		t.Log(l)

@@ -215,7 +215,10 @@ func (s *Shim) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandbo
 		items = resp.GetItems()
 	} else {
 		var err error
-		if items, err = s.view.ListPodSandbox(ctx, f); err != nil {
+		began := s.cfg.Clock.Now()
+		items, err = s.view.ListPodSandbox(ctx, f)
+		s.waits.viewWait(s.cfg.Clock.Since(began))
+		if err != nil {
 			return nil, viewError(err)
 		}
 	}
@@ -311,7 +314,10 @@ func (s *Shim) ListContainers(ctx context.Context, req *runtimeapi.ListContainer
 		items = resp.GetContainers()
 	} else {
 		var err error
-		if items, err = s.view.ListContainers(ctx, f); err != nil {
+		began := s.cfg.Clock.Now()
+		items, err = s.view.ListContainers(ctx, f)
+		s.waits.viewWait(s.cfg.Clock.Since(began))
+		if err != nil {
 			return nil, viewError(err)
 		}
 	}

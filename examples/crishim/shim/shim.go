@@ -97,9 +97,11 @@ type Shim struct {
 	// lateUndone counts the containers removed because the runtime
 	// created them after their caller gave up.
 	lateUndone atomic.Uint64
-	drain      chan struct{} // closed by Drain: streams end, new calls fail
-	drainOnce  sync.Once
-	closeOnce  sync.Once
+	// waits measures what reads answered from the view wait for.
+	waits     readWaits
+	drain     chan struct{} // closed by Drain: streams end, new calls fail
+	drainOnce sync.Once
+	closeOnce sync.Once
 }
 
 // New connects to the backend at endpoint ("unix:///path") and starts the
@@ -220,9 +222,62 @@ type Stats struct {
 	// now whose caller gave up: the containers they may create are hidden
 	// until the call ends and is undone.
 	AbandonedCreates int
+	// WriteWaits counts the reads answered from the view (Lists and
+	// status reads) that waited for the event of a mutation made through
+	// the shim (read-your-writes); WriteWaitTimeouts those that waited
+	// all of Config.WriteWait and handed the mutation to the view.
+	// WriteWaitTime and WriteWaitMax are their total and longest wait.
+	WriteWaits, WriteWaitTimeouts uint64
+	WriteWaitTime, WriteWaitMax   time.Duration
+	// ViewWaits counts the reads whose answer from the view took more
+	// than 10 ms: the view waits for the status calls that confirm a
+	// mutation handed to it (runtimeview's read-your-writes).
+	// ViewWaitTime and ViewWaitMax are the total and longest time reads
+	// spent in the view, all reads counted.
+	ViewWaits                 uint64
+	ViewWaitTime, ViewWaitMax time.Duration
 }
 
 // Stats returns the shim's counters.
 func (s *Shim) Stats() Stats {
-	return Stats{LateCreatesUndone: s.lateUndone.Load(), AbandonedCreates: s.abandoned.count()}
+	st := s.waits.stats()
+	st.LateCreatesUndone, st.AbandonedCreates = s.lateUndone.Load(), s.abandoned.count()
+	return st
+}
+
+// readWaits accumulates the waits of reads answered from the view.
+type readWaits struct {
+	mu sync.Mutex
+	st Stats
+}
+
+func (w *readWaits) wroteWait(d time.Duration, timedOut bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st.WriteWaits++
+	if timedOut {
+		w.st.WriteWaitTimeouts++
+	}
+	w.st.WriteWaitTime += d
+	w.st.WriteWaitMax = max(w.st.WriteWaitMax, d)
+}
+
+// slowViewRead is how long a read from the view takes before it counts as
+// having waited (ViewWaits).
+const slowViewRead = 10 * time.Millisecond
+
+func (w *readWaits) viewWait(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d > slowViewRead {
+		w.st.ViewWaits++
+	}
+	w.st.ViewWaitTime += d
+	w.st.ViewWaitMax = max(w.st.ViewWaitMax, d)
+}
+
+func (w *readWaits) stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.st
 }

@@ -356,6 +356,7 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 	begun := st.seq
 	st.mu.Unlock()
 	var timeout <-chan time.Time
+	var began time.Time
 	for {
 		st.mu.Lock()
 		var left []objKey
@@ -366,6 +367,9 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 		}
 		if len(left) == 0 {
 			st.mu.Unlock()
+			if timeout != nil {
+				st.s.waits.wroteWait(st.clk.Since(began), false)
+			}
 			return nil
 		}
 		changed := st.changed
@@ -373,7 +377,7 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 		if timeout == nil {
 			t := st.clk.NewTimer(st.writeWait)
 			defer t.Stop()
-			timeout = t.C()
+			timeout, began = t.C(), st.clk.Now()
 		}
 		select {
 		case <-changed:
@@ -386,6 +390,7 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 			for _, k := range left {
 				st.handToView(k, "")
 			}
+			st.s.waits.wroteWait(st.clk.Since(began), true)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
