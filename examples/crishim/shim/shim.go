@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,6 +230,10 @@ type Stats struct {
 	// WriteWaitTime and WriteWaitMax are their total and longest wait.
 	WriteWaits, WriteWaitTimeouts uint64
 	WriteWaitTime, WriteWaitMax   time.Duration
+	// UnseenWrites counts, by the mutation's method, the shim-made
+	// mutations whose event a read gave up waiting for (StopContainer
+	// also stands for the containers a StopPodSandbox stopped).
+	UnseenWrites map[string]uint64
 	// ViewWaits counts the reads whose answer from the view took more
 	// than 10 ms: the view waits for the status calls that confirm a
 	// mutation handed to it (runtimeview's read-your-writes).
@@ -276,8 +281,19 @@ func (w *readWaits) viewWait(d time.Duration) {
 	w.st.ViewWaitMax = max(w.st.ViewWaitMax, d)
 }
 
+func (w *readWaits) unseen(method string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.st.UnseenWrites == nil {
+		w.st.UnseenWrites = map[string]uint64{}
+	}
+	w.st.UnseenWrites[method]++
+}
+
 func (w *readWaits) stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.st
+	st := w.st
+	st.UnseenWrites = maps.Clone(w.st.UnseenWrites)
+	return st
 }
