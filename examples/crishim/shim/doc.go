@@ -52,9 +52,16 @@
 //     a runtime's name and version do not change while it runs).
 //   - Read-your-writes without asking the runtime: a mutation made through
 //     the shim is confirmed by its event (containerd sends it as it
-//     answers); a List or status read that begins later waits for that
-//     event, up to Config.WriteWait (500 ms), then falls back to the view's
-//     status-call confirmation. With the event stream down the fallback is
+//     answers); a List or status read that begins after the mutation was
+//     answered waits for that event (never for mutations still in flight,
+//     which its caller cannot have seen answered), up to Config.WriteWait
+//     (500 ms), then falls back to the view's status-call confirmation
+//     (one status call, a relist only for a container whose sandbox is
+//     unknown). The kubelet needs this: its pod worker waits for a pod
+//     status from a relist that began after its last sync, and trusts it
+//     to show what that sync created (a container missing from it would
+//     be created again). Stats says how often reads waited
+//     and for which mutations the event did not come in time. With the event stream down the fallback is
 //     used from the start and status reads of written objects are
 //     forwarded. Changes made by others show at once by their event, and
 //     at the latest after the next relist (RelistPeriod) when the event was
