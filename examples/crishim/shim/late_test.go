@@ -31,6 +31,27 @@ type heldBackend struct {
 	arrived  chan string              // a held call reached the backend
 	answered chan string              // a held call was answered
 	calls    map[string]int
+	// drop, when set, says which events the backend does not send.
+	drop func(*runtimeapi.ContainerEventResponse) bool
+}
+
+// droppingStream is a server stream that does not send the events its
+// backend drops.
+type droppingStream struct {
+	grpc.ServerStream
+	b *heldBackend
+}
+
+func (s droppingStream) SendMsg(m any) error {
+	if ev, ok := m.(*runtimeapi.ContainerEventResponse); ok {
+		s.b.mu.Lock()
+		drop := s.b.drop
+		s.b.mu.Unlock()
+		if drop != nil && drop(ev) {
+			return nil
+		}
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 func startHeldBackend(t *testing.T, held ...string) *heldBackend {
@@ -63,7 +84,10 @@ func startHeldBackend(t *testing.T, held ...string) *heldBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(intercept))
+	gs := grpc.NewServer(grpc.UnaryInterceptor(intercept),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return h(srv, droppingStream{ss, b})
+		}))
 	rt.Register(gs)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gs.Serve(l) }()
@@ -237,5 +261,30 @@ func TestSandboxWaitLeavesTimeForTheCall(t *testing.T) {
 	}
 	if n := b.count("CreateContainer"); n != 0 {
 		t.Errorf("the runtime got %d CreateContainer calls, want 0", n)
+	}
+}
+
+// A read after a mutation whose event never comes waits Config.WriteWait
+// for it, then gets the mutation's effect from the view's status call, and
+// Stats says so.
+func TestStatsUnseenWrite(t *testing.T) {
+	b := startHeldBackend(t)
+	b.drop = func(ev *runtimeapi.ContainerEventResponse) bool {
+		return ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT && ev.GetContainerId() != ev.GetPodSandboxStatus().GetId()
+	}
+	sv := serve(t, b.endpoint, shim.Config{RelistPeriod: time.Hour, WriteWait: 50 * time.Millisecond})
+	eventually(t, "the shim following the view's events", func() bool { return sv.shim.View().Stats().Subscribers == ownSubscribers })
+	ctx := ctxT(t)
+	_, cID := startPod(t, sv, "web")
+	cs, err := sv.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil || len(cs.GetContainers()) != 1 || cs.Containers[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("ListContainers after a StartContainer whose event was lost: %v %v, want %s running", cs, err, cID)
+	}
+	st := sv.shim.Stats()
+	if st.WriteWaits < 1 || st.WriteWaitTimeouts != 1 || st.UnseenWrites["StartContainer"] != 1 || len(st.UnseenWrites) != 1 {
+		t.Errorf("Stats %+v, want one read that waited all of WriteWait, for a StartContainer", st)
+	}
+	if st.WriteWaitMax < 50*time.Millisecond {
+		t.Errorf("WriteWaitMax %v, want at least the WriteWait", st.WriteWaitMax)
 	}
 }
