@@ -241,7 +241,7 @@ func (a *asyncSandboxes) await(ctx context.Context, id string) (real string, fai
 		return id, false, nil
 	}
 	var early <-chan time.Time
-	if d, ok := ctx.Deadline(); ok {
+	if d, ok := ctx.Deadline(); ok && !e.finished() {
 		left := time.Until(d)
 		t := a.s.cfg.Clock.NewTimer(left - min(sandboxWaitReserve, left/4))
 		defer t.Stop()
