@@ -75,7 +75,8 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 	n, k := kubeletOnNode(t, m)
 	img := n.PushImage(t, "kubelet/burst")
 	h := healthWatch{t: t, k: k, threshold: m.plegThreshold()}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The pull, the create and the delete (each polled up to 8 min).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// Pulled beforehand: the burst measures pod starts, not one pull
 	// that every pod waits for.
