@@ -240,8 +240,17 @@ func (a *asyncSandboxes) await(ctx context.Context, id string) (real string, fai
 	if e == nil {
 		return id, false, nil
 	}
+	var early <-chan time.Time
+	if d, ok := ctx.Deadline(); ok && !e.finished() {
+		left := time.Until(d)
+		t := a.s.cfg.Clock.NewTimer(left - min(sandboxWaitReserve, left/4))
+		defer t.Stop()
+		early = t.C()
+	}
 	select {
 	case <-e.done:
+	case <-early:
+		return "", false, status.Errorf(codes.DeadlineExceeded, "sandbox %s is still being created: the call was not sent to the runtime, with too little of its deadline left", id)
 	case <-ctx.Done():
 		return "", false, status.Errorf(codes.DeadlineExceeded, "waiting for sandbox %s to be created: %v", id, ctx.Err())
 	}

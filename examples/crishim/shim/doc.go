@@ -52,14 +52,41 @@
 //     a runtime's name and version do not change while it runs).
 //   - Read-your-writes without asking the runtime: a mutation made through
 //     the shim is confirmed by its event (containerd sends it as it
-//     answers); a List or status read that begins later waits for that
-//     event, up to Config.WriteWait (500 ms), then falls back to the view's
-//     status-call confirmation. With the event stream down the fallback is
+//     answers); a List or status read that begins after the mutation was
+//     answered waits for that event (never for mutations still in flight,
+//     which its caller cannot have seen answered), up to Config.WriteWait
+//     (500 ms), then falls back to the view's status-call confirmation
+//     (one status call, a relist only for a container whose sandbox is
+//     unknown). The kubelet needs this: its pod worker waits for a pod
+//     status from a relist that began after its last sync, and trusts it
+//     to show what that sync created (a container missing from it would
+//     be created again). Stats says how often reads waited
+//     and for which mutations the event did not come in time. With the event stream down the fallback is
 //     used from the start and status reads of written objects are
 //     forwarded. Changes made by others show at once by their event, and
 //     at the latest after the next relist (RelistPeriod) when the event was
 //     lost. Past MaxStaleness status reads of known objects are answered
 //     from the held status, as Lists are.
+//   - A call whose caller gave up creates nothing. A mutation still
+//     queued (admission, or waiting for its sandbox in async mode) when
+//     its caller's context ends is never sent. A CreateContainer already
+//     sent is awaited past its caller's end (up to 2 minutes past its
+//     deadline), because containerd goes on with a call its client
+//     abandoned (on a slow disk it answers minutes later): a container
+//     it creates then is removed at once and, from the moment the caller
+//     gave up, hidden from ListContainers and the event stream. The
+//     kubelet sees what it sees directly on containerd, DEADLINE_EXCEEDED
+//     (or CANCELED), and its retry of the same container, with the same
+//     attempt, is the pod's one container instead of a second one next to
+//     a leftover. Stats counts these (LateCreatesUndone). A create not
+//     answered even then is left as it is, to the kubelet's garbage
+//     collection. StartContainer, StopContainer and the other mutations
+//     are not undone: what a late one did is what the kubelet would have
+//     asked for again, and its next relist shows it (a container started
+//     late is Running, which the kubelet accepts). A RunPodSandbox of the
+//     synchronous modes is not undone either: the kubelet's next relist
+//     lists the late sandbox as the pod's one ready sandbox and uses it,
+//     as directly on containerd.
 //   - GetContainerEvents subscribers share the view's one upstream
 //     stream, each with its own buffer of EventBuffer events. A subscriber
 //     whose buffer is full is ended with RESOURCE_EXHAUSTED (it lost an
@@ -127,7 +154,13 @@
 //   - CreateContainer, PortForward, PodSandboxStats, UpdatePodSandboxResources,
 //     CheckpointPod and stats filters naming the sandbox wait for the real
 //     call and fail with its error (same gRPC code and message) if it
-//     failed.
+//     failed. The wait leaves part of the caller's deadline for the call
+//     itself (30 s, at most a quarter of what is left: 90 s of the
+//     kubelet's 2 minutes): a sandbox not created by then fails the call
+//     with DEADLINE_EXCEEDED ("still being created"), unsent, rather than
+//     sending it with no time left for the runtime to answer. The kubelet
+//     retries it at its next sync of the pod, as after any failed
+//     CreateContainer.
 //   - PodSandboxStatus and ListPodSandbox do not wait: a sandbox being
 //     created is SANDBOX_READY with no network status; one whose creation
 //     failed is SANDBOX_NOTREADY (verbose status Info["crishim"] holds the
@@ -153,8 +186,15 @@
 //     (ALREADY_EXISTS), others from the runtime, later (as 1).
 //  5. The Stream* calls and verbose status Info are relayed untranslated:
 //     they carry the runtime's ids.
+//  6. The kubelet's CreateContainer, made at once after RunPodSandbox,
+//     now also waits for the sandbox (RunPodSandbox's wait moved into
+//     it), and can fail with DEADLINE_EXCEEDED before the kubelet's own
+//     deadline, unsent (above).
 //
 // What is kept: call order per sandbox (every call naming it waits for it),
-// errors with their codes, and the kubelet's recovery path (NOTREADY ⇒
-// recreate).
+// errors with their codes, the kubelet's recovery path (NOTREADY ⇒
+// recreate), and one container per kubelet container: a CreateContainer
+// that failed for its caller, by its deadline or the shim's wait, is never
+// sent, or is undone when the runtime completed it after all (see "What it
+// does"), so the kubelet's retry does not make a second one.
 package shim

@@ -33,6 +33,9 @@ func (s *Shim) GetContainerEvents(req *runtimeapi.GetEventsRequest, ss grpc.Serv
 			if !ok {
 				return subscriptionError(sub.Err())
 			}
+			if ev = s.abandoned.filterEvent(ev); ev == nil {
+				continue
+			}
 			if s.async != nil {
 				ev = s.async.editEvent(ev)
 			}

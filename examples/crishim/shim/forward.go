@@ -35,6 +35,9 @@ func admitAndCall[Req, Resp any](s *Shim, ctx context.Context, method string, re
 		return zero, status.FromContextError(err).Err()
 	}
 	defer release()
+	if ctx.Err() != nil { // the caller gave up while the call was queued
+		return zero, status.FromContextError(ctx.Err()).Err()
+	}
 	start := time.Now()
 	resp, err := fn(ctx, req)
 	if ce := s.log.Check(zap.DebugLevel, "CRI call"); ce != nil {

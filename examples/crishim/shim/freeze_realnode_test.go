@@ -311,6 +311,18 @@ func runFreeze(t *testing.T, m kubeletMode, s freezeScenario) freezeReport {
 		t.Fatal(err)
 	}
 	rep.unhealthy = len(kubelethost.PLEGUnhealthy(entries))
+	// What the kubelet said about the pods written during the freeze: where
+	// their time to Running after the thaw goes.
+	var said []string
+	for _, e := range entries {
+		for i := s.running; i < s.running+s.created; i++ {
+			if strings.Contains(e.Raw, name(i)) && len(said) < 60 {
+				said = append(said, firstLine(e.Raw))
+				break
+			}
+		}
+	}
+	t.Logf("%s: thawed at %s; the kubelet on the pods written during the freeze:\n%s", m.name, thawed.UTC().Format("15:04:05.000"), strings.Join(said, "\n"))
 	for _, e := range entries {
 		if strings.Contains(e.Message, "GenericPLEG: Unable to retrieve pods") {
 			rep.relistErrors++
@@ -478,4 +490,15 @@ func TestFreezeScenarios(t *testing.T) {
 		}
 	}
 	t.Logf("kubelet %s:\n%s", kubelethost.Version, strings.Join(report, ""))
+}
+
+// firstLine is s up to its first newline, at most 400 bytes.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/syncpod/syncpod/examples/crishim/shim"
 	"github.com/syncpod/syncpod/internal/kubelethost"
 	"github.com/syncpod/syncpod/internal/testnode"
 )
@@ -74,7 +75,8 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 	n, k := kubeletOnNode(t, m)
 	img := n.PushImage(t, "kubelet/burst")
 	h := healthWatch{t: t, k: k, threshold: m.plegThreshold()}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The pull, the create and the delete (each polled up to 8 min).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// Pulled beforehand: the burst measures pod starts, not one pull
 	// that every pod waits for.
@@ -114,6 +116,7 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 		}()
 	}
 	relist0, start0 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
+	ops0 := runtimeOps(t, ctx, k)
 	began := time.Now()
 	for i := range kubeletBurstPods {
 		p := staticPod(fmt.Sprintf("burst-%02d", i), nil, workloadContainer("app", img, "pause"))
@@ -126,7 +129,12 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 		return run == kubeletBurstPods, fmt.Sprintf("%d of %d running", run, kubeletBurstPods)
 	})
 	allRunning := time.Since(began)
+	var created string // the shim's counters over the create
+	if s, ok := shimsByNode.Load(n); ok {
+		created = fmt.Sprintf("%+v", s.(*shim.Shim).Stats())
+	}
 	relist1, start1 := scrape(kubelethost.RelistDurationMetric), scrape(kubelethost.PodStartMetric)
+	ops1 := runtimeOps(t, ctx, k)
 	var lost []string
 	pods := runtimeView(t, n, k)
 	for i := range kubeletBurstPods {
@@ -171,6 +179,17 @@ func runBurst(t *testing.T, m kubeletMode, disk *testnode.DiskLimits) []string {
 		fmt.Sprintf("%-10s relist quantiles over the create: p50≤%.3gs p99≤%.3gs max≤%.3gs; pod start p50≤%.3gs p99≤%.3gs; lost %d",
 			m.name, relist1.Sub(relist0).Quantile(0.5), relist1.Sub(relist0).Quantile(0.99), maxBound(relist1.Sub(relist0)),
 			start1.Sub(start0).Quantile(0.5), start1.Sub(start0).Quantile(0.99), len(lost)),
+	}
+	if s, ok := shimsByNode.Load(n); ok {
+		sh := s.(*shim.Shim)
+		st, vs := sh.Stats(), sh.View().Stats()
+		lines = append(lines, fmt.Sprintf("%-10s shim after the create: %s", m.name, created),
+			fmt.Sprintf("%-10s shim after the delete: %+v; view: %d status calls, %d relists, %d events", m.name, st, vs.StatusCalls, vs.Relists, vs.Events))
+	}
+	// The relist's own CRI calls, as the kubelet timed them.
+	for _, op := range listOps {
+		h := ops1[op].Sub(ops0[op])
+		lines = append(lines, fmt.Sprintf("%-10s create: kubelet's %s: n=%d p50≤%.3gs p99≤%.3gs max≤%.3gs", m.name, op, h.Count, h.Quantile(0.5), h.Quantile(0.99), maxBound(h)))
 	}
 	for _, l := range lines {
 		t.Log(l)

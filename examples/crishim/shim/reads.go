@@ -22,7 +22,9 @@ func (s *Shim) sandboxStatusFromView(ctx context.Context, id string) (st *runtim
 	if err := s.statuses.awaitWrites(ctx, &objKey{objSandbox, id}); err != nil {
 		return nil, false, viewError(err)
 	}
+	began := s.cfg.Clock.Now()
 	items, err := s.view.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{Id: id})
+	s.waits.viewWait(s.cfg.Clock.Since(began))
 	if err != nil {
 		return nil, false, viewError(err)
 	}
@@ -41,7 +43,9 @@ func (s *Shim) containerStatusFromView(ctx context.Context, id string) (st *runt
 	if err := s.statuses.awaitWrites(ctx, &objKey{objContainer, id}); err != nil {
 		return nil, false, viewError(err)
 	}
+	began := s.cfg.Clock.Now()
 	items, err := s.view.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	s.waits.viewWait(s.cfg.Clock.Since(began))
 	if err != nil {
 		return nil, false, viewError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +177,10 @@ func runCritest(t *testing.T, n *testnode.Node, bin, endpoint, focus, skip strin
 }
 
 // startShim serves a shim for the node on a socket of its own.
+// shimsByNode holds the shim startShim started for each node, for the
+// tests that report its counters.
+var shimsByNode sync.Map // *testnode.Node -> *shim.Shim
+
 func startShim(t *testing.T, n *testnode.Node, cfg shim.Config) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -193,7 +198,9 @@ func startShim(t *testing.T, n *testnode.Node, cfg shim.Config) string {
 	s.Register(gs)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gs.Serve(l) }()
+	shimsByNode.Store(n, s)
 	t.Cleanup(func() {
+		shimsByNode.Delete(n)
 		_ = s.Drain(context.Background())
 		gs.Stop()
 		<-done

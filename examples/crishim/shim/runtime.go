@@ -215,7 +215,10 @@ func (s *Shim) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandbo
 		items = resp.GetItems()
 	} else {
 		var err error
-		if items, err = s.view.ListPodSandbox(ctx, f); err != nil {
+		began := s.cfg.Clock.Now()
+		items, err = s.view.ListPodSandbox(ctx, f)
+		s.waits.viewWait(s.cfg.Clock.Since(began))
+		if err != nil {
 			return nil, viewError(err)
 		}
 	}
@@ -241,7 +244,9 @@ func (s *Shim) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, ss 
 }
 
 // CreateContainer forwards. In async mode it first waits for its sandbox
-// and fails with the sandbox's own error if its creation failed.
+// and fails with the sandbox's own error if its creation failed. A call
+// whose caller gave up is not sent, and a container the runtime creates
+// after its caller gave up is removed (see the package documentation).
 func (s *Shim) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	id, err := s.awaitSandbox(ctx, req.GetPodSandboxId())
 	if err != nil {
@@ -251,11 +256,7 @@ func (s *Shim) CreateContainer(ctx context.Context, req *runtimeapi.CreateContai
 	if id != req.GetPodSandboxId() {
 		r = &runtimeapi.CreateContainerRequest{PodSandboxId: id, Config: req.GetConfig(), SandboxConfig: req.GetSandboxConfig()}
 	}
-	resp, err := forward(s, ctx, "CreateContainer", r, s.rt.CreateContainer)
-	if err == nil {
-		s.statuses.wrote(objKey{objContainer, resp.GetContainerId()}, id, containerRank(runtimeapi.ContainerState_CONTAINER_CREATED), nil)
-	}
-	return resp, err
+	return s.createContainer(ctx, id, r)
 }
 
 // StartContainer forwards.
@@ -313,10 +314,14 @@ func (s *Shim) ListContainers(ctx context.Context, req *runtimeapi.ListContainer
 		items = resp.GetContainers()
 	} else {
 		var err error
-		if items, err = s.view.ListContainers(ctx, f); err != nil {
+		began := s.cfg.Clock.Now()
+		items, err = s.view.ListContainers(ctx, f)
+		s.waits.viewWait(s.cfg.Clock.Since(began))
+		if err != nil {
 			return nil, viewError(err)
 		}
 	}
+	items = s.abandoned.filterContainers(items)
 	if s.async != nil {
 		items = s.async.editContainers(items)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,10 +89,18 @@ type Shim struct {
 	lastVersion atomic.Pointer[runtimeapi.VersionResponse]
 	// bound is the view's staleness bound, which also bounds the wait
 	// for the runtime's Status and Version.
-	bound     time.Duration
-	gates     [numClasses]*criclient.Gate
-	async     *asyncSandboxes // nil unless AsyncRunPodSandbox
-	drain     chan struct{}   // closed by Drain: streams end, new calls fail
+	bound time.Duration
+	gates [numClasses]*criclient.Gate
+	async *asyncSandboxes // nil unless AsyncRunPodSandbox
+	// abandoned hides the containers of CreateContainer calls whose
+	// caller gave up while the runtime had them.
+	abandoned abandoned
+	// lateUndone counts the containers removed because the runtime
+	// created them after their caller gave up.
+	lateUndone atomic.Uint64
+	// waits measures what reads answered from the view wait for.
+	waits     readWaits
+	drain     chan struct{} // closed by Drain: streams end, new calls fail
 	drainOnce sync.Once
 	closeOnce sync.Once
 }
@@ -202,4 +211,89 @@ func (s *Shim) draining() bool {
 	default:
 		return false
 	}
+}
+
+// Stats are the shim's counters since New.
+type Stats struct {
+	// LateCreatesUndone counts the containers the shim removed because
+	// the runtime created them after their CreateContainer's caller had
+	// given up (see the package documentation).
+	LateCreatesUndone uint64
+	// AbandonedCreates is how many CreateContainer calls the runtime has
+	// now whose caller gave up: the containers they may create are hidden
+	// until the call ends and is undone.
+	AbandonedCreates int
+	// WriteWaits counts the reads answered from the view (Lists and
+	// status reads) that waited for the event of a mutation made through
+	// the shim (read-your-writes); WriteWaitTimeouts those that waited
+	// all of Config.WriteWait and handed the mutation to the view.
+	// WriteWaitTime and WriteWaitMax are their total and longest wait.
+	WriteWaits, WriteWaitTimeouts uint64
+	WriteWaitTime, WriteWaitMax   time.Duration
+	// UnseenWrites counts, by the mutation's method, the shim-made
+	// mutations whose event a read gave up waiting for (StopContainer
+	// also stands for the containers a StopPodSandbox stopped).
+	UnseenWrites map[string]uint64
+	// ViewWaits counts the reads whose answer from the view took more
+	// than 10 ms: the view waits for the status calls that confirm a
+	// mutation handed to it (runtimeview's read-your-writes).
+	// ViewWaitTime and ViewWaitMax are the total and longest time reads
+	// spent in the view, all reads counted.
+	ViewWaits                 uint64
+	ViewWaitTime, ViewWaitMax time.Duration
+}
+
+// Stats returns the shim's counters.
+func (s *Shim) Stats() Stats {
+	st := s.waits.stats()
+	st.LateCreatesUndone, st.AbandonedCreates = s.lateUndone.Load(), s.abandoned.count()
+	return st
+}
+
+// readWaits accumulates the waits of reads answered from the view.
+type readWaits struct {
+	mu sync.Mutex
+	st Stats
+}
+
+func (w *readWaits) wroteWait(d time.Duration, timedOut bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st.WriteWaits++
+	if timedOut {
+		w.st.WriteWaitTimeouts++
+	}
+	w.st.WriteWaitTime += d
+	w.st.WriteWaitMax = max(w.st.WriteWaitMax, d)
+}
+
+// slowViewRead is how long a read from the view takes before it counts as
+// having waited (ViewWaits).
+const slowViewRead = 10 * time.Millisecond
+
+func (w *readWaits) viewWait(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d > slowViewRead {
+		w.st.ViewWaits++
+	}
+	w.st.ViewWaitTime += d
+	w.st.ViewWaitMax = max(w.st.ViewWaitMax, d)
+}
+
+func (w *readWaits) unseen(method string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.st.UnseenWrites == nil {
+		w.st.UnseenWrites = map[string]uint64{}
+	}
+	w.st.UnseenWrites[method]++
+}
+
+func (w *readWaits) stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.st
+	st.UnseenWrites = maps.Clone(w.st.UnseenWrites)
+	return st
 }

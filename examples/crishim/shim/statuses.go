@@ -73,8 +73,9 @@ type containerRecord struct {
 // pendingWrite is a mutation made through the shim whose effect the shim
 // has not observed yet: the object must reach rank.
 type pendingWrite struct {
-	rank int
-	seq  uint64
+	rank      int
+	seq       uint64
+	sandboxID string // a container's sandbox, when the writer knew it
 }
 
 // statuses holds the last full status of every sandbox and container the
@@ -175,8 +176,8 @@ func (st *statuses) lost(err error) {
 	if st.life.Err() == nil {
 		st.s.log.Debug("event subscription ended; pending writes confirmed by status calls", zap.Error(err), zap.Int("pending", len(pend)))
 	}
-	for k := range pend {
-		st.handToView(k, "")
+	for k, p := range pend {
+		st.handToView(k, p.sandboxID)
 	}
 }
 
@@ -290,7 +291,7 @@ func (st *statuses) wrote(k objKey, sandboxID string, rank int, err error) {
 		}
 		if st.rankLocked(k) < rank {
 			st.seq++
-			st.pending[k] = pendingWrite{rank: rank, seq: st.seq}
+			st.pending[k] = pendingWrite{rank: rank, seq: st.seq, sandboxID: sandboxID}
 		}
 		st.mu.Unlock()
 		return
@@ -356,6 +357,7 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 	begun := st.seq
 	st.mu.Unlock()
 	var timeout <-chan time.Time
+	var began time.Time
 	for {
 		st.mu.Lock()
 		var left []objKey
@@ -366,6 +368,9 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 		}
 		if len(left) == 0 {
 			st.mu.Unlock()
+			if timeout != nil {
+				st.s.waits.wroteWait(st.clk.Since(began), false)
+			}
 			return nil
 		}
 		changed := st.changed
@@ -373,25 +378,52 @@ func (st *statuses) awaitWrites(ctx context.Context, only *objKey) error {
 		if timeout == nil {
 			t := st.clk.NewTimer(st.writeWait)
 			defer t.Stop()
-			timeout = t.C()
+			timeout, began = t.C(), st.clk.Now()
 		}
 		select {
 		case <-changed:
 		case <-timeout:
 			st.mu.Lock()
+			handed := make(map[objKey]pendingWrite, len(left))
 			for _, k := range left {
-				delete(st.pending, k)
+				if p, ok := st.pending[k]; ok {
+					handed[k] = p
+					delete(st.pending, k)
+				}
 			}
 			st.mu.Unlock()
-			for _, k := range left {
-				st.handToView(k, "")
+			// A container's sandbox lets the view confirm it with one
+			// status call instead of a relist.
+			for k, p := range handed {
+				st.handToView(k, p.sandboxID)
+				st.s.waits.unseen(writeName(k, p.rank))
 			}
+			st.s.waits.wroteWait(st.clk.Since(began), true)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-st.life.Done():
 			return runtimeview.ErrClosed
 		}
+	}
+}
+
+// writeName names the mutation a pending write stands for, by what it
+// must reach.
+func writeName(k objKey, rank int) string {
+	if k.kind == objSandbox {
+		if rank == sandboxRank(runtimeapi.PodSandboxState_SANDBOX_READY) {
+			return "RunPodSandbox"
+		}
+		return "StopPodSandbox"
+	}
+	switch rank {
+	case containerRank(runtimeapi.ContainerState_CONTAINER_CREATED):
+		return "CreateContainer"
+	case containerRank(runtimeapi.ContainerState_CONTAINER_RUNNING):
+		return "StartContainer"
+	default:
+		return "StopContainer"
 	}
 }
 
