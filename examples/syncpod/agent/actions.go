@@ -70,6 +70,9 @@ type podActions struct {
 	start     []containerStart // regular containers
 
 	backoffWait time.Duration // shortest crash-loop wait left, 0 if none
+	// backoffPeriod is each inBackoff container's crash-loop back-off, the
+	// period its status message names (as the kubelet's), not the wait left.
+	backoffPeriod map[string]time.Duration
 	inBackoff   []string      // containers waiting in crash-loop backoff
 	allRunning  bool          // every regular container is running
 	finished    bool          // nothing runs and nothing will (Never/OnFailure done)
@@ -198,8 +201,12 @@ func computePodActions(pod *corev1.Pod, status *runtimePodStatus, bo *crashBacko
 		}
 		return latest, attempt, remove
 	}
-	wait := func(name string, d time.Duration) {
+	wait := func(name string, d, period time.Duration) {
 		a.inBackoff = append(a.inBackoff, name)
+		if a.backoffPeriod == nil {
+			a.backoffPeriod = map[string]time.Duration{}
+		}
+		a.backoffPeriod[name] = period
 		if a.backoffWait == 0 || d < a.backoffWait {
 			a.backoffWait = d
 		}
@@ -208,7 +215,7 @@ func computePodActions(pod *corev1.Pod, status *runtimePodStatus, bo *crashBacko
 	// back-off advances only when the restart really happens (startContainer).
 	restartable := func(name string, latest *containerInstance) bool {
 		if in, left := bo.inBackoff(backoffKey(pod, name), latest.FinishedAt); in {
-			wait(name, left)
+			wait(name, left, bo.period(backoffKey(pod, name)))
 			return false
 		}
 		return true

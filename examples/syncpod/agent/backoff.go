@@ -53,6 +53,13 @@ func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.D
 	return false, 0
 }
 
+// period is key's current back-off, 0 if it has none.
+func (b *crashBackoff) period(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.entries[key].delay
+}
+
 // next records a restart of key for a failure at finishedAt and returns
 // the delay the following failure will wait. A key quiet for twice the
 // maximum starts over at the initial delay.

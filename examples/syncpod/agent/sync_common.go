@@ -141,7 +141,7 @@ func (a *Agent) observe(pod *corev1.Pod, st *runtimePodStatus, acts *podActions)
 	for _, name := range acts.inBackoff {
 		a.pods.setWaiting(pod.UID, name, podcri.Waiting{Reason: podcri.ReasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-				acts.backoffWait.Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)}, a.clock.Now())
+				acts.backoffPeriod[name].Round(time.Second), name, pod.Name, pod.Namespace, pod.UID)}, a.clock.Now())
 		a.emit(Event{Type: eventBackOff, Pod: podKey(pod), Container: name, Duration: acts.backoffWait})
 	}
 	if acts.finished {
