@@ -73,10 +73,10 @@ type podActions struct {
 	// backoffPeriod is each inBackoff container's crash-loop back-off, the
 	// period its status message names (as the kubelet's), not the wait left.
 	backoffPeriod map[string]time.Duration
-	inBackoff   []string      // containers waiting in crash-loop backoff
-	allRunning  bool          // every regular container is running
-	finished    bool          // nothing runs and nothing will (Never/OnFailure done)
-	succeeded   bool          // finished and every regular container exited 0
+	inBackoff     []string // containers waiting in crash-loop backoff
+	allRunning    bool     // every regular container is running
+	finished      bool     // nothing runs and nothing will (Never/OnFailure done)
+	succeeded     bool     // finished and every regular container exited 0
 }
 
 // containerHash identifies a container spec; a change restarts it.
