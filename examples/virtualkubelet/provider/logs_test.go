@@ -82,7 +82,11 @@ func TestGetContainerLogsOptions(t *testing.T) {
 	p, path := runningLogPod(t)
 	old := time.Now().Add(-time.Hour).UTC()
 	ts := func(d time.Duration) string { return old.Add(d).Format(time.RFC3339Nano) }
-	recent := time.Now().UTC().Format(time.RFC3339Nano)
+	recentAt := time.Now().UTC().Truncate(time.Microsecond) // trailing zeros, always
+	recent := recentAt.Format(time.RFC3339Nano) // as the runtime writes it
+	// The reader prints timestamps as the kubelet does, with all nine
+	// digits of the nanoseconds (RFC3339Nano drops trailing zeros).
+	recentOut := recentAt.Format("2006-01-02T15:04:05.000000000Z07:00")
 	log := ts(0) + " stdout F one\n" +
 		ts(time.Second) + " stderr F two\n" +
 		ts(2*time.Second) + " stdout P thr\n" +
@@ -104,7 +108,7 @@ func TestGetContainerLogsOptions(t *testing.T) {
 		{"limit", api.ContainerLogOpts{LimitBytes: 6}, "one\ntw"},
 		{"since time", api.ContainerLogOpts{SinceTime: old.Add(1500 * time.Millisecond)}, "three\nfour\n"},
 		{"since seconds", api.ContainerLogOpts{SinceSeconds: 600}, "four\n"},
-		{"timestamps", api.ContainerLogOpts{Timestamps: true, Tail: 1}, recent + " four\n"},
+		{"timestamps", api.ContainerLogOpts{Timestamps: true, Tail: 1}, recentOut + " four\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := readAll(t, p, c.opts); got != c.want {
