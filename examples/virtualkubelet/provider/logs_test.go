@@ -83,7 +83,7 @@ func TestGetContainerLogsOptions(t *testing.T) {
 	old := time.Now().Add(-time.Hour).UTC()
 	ts := func(d time.Duration) string { return old.Add(d).Format(time.RFC3339Nano) }
 	recentAt := time.Now().UTC().Truncate(time.Microsecond) // trailing zeros, always
-	recent := recentAt.Format(time.RFC3339Nano) // as the runtime writes it
+	recent := recentAt.Format(time.RFC3339Nano)             // as the runtime writes it
 	// The reader prints timestamps as the kubelet does, with all nine
 	// digits of the nanoseconds (RFC3339Nano drops trailing zeros).
 	recentOut := recentAt.Format("2006-01-02T15:04:05.000000000Z07:00")
