@@ -207,15 +207,9 @@ func TestCreateContainerAnsweredAfterCallerGaveUpIsUndone(t *testing.T) {
 // In async mode a CreateContainer waiting for its sandbox whose caller gives
 // up is never sent, even once the sandbox exists.
 func TestCreateContainerWaitingForSandboxNotSentAfterCallerGaveUp(t *testing.T) {
-	b := startHeldBackend(t, "RunPodSandbox")
-	sv := serve(t, b.endpoint, shim.Config{AsyncRunPodSandbox: true})
+	b, sv, sbID := heldAsyncSandbox(t)
 	ctx := ctxT(t)
-	sb, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.arrived
-	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")}
+	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sbID, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")}
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	if _, err := sv.rt.CreateContainer(cctx, req); status.Code(err) != codes.DeadlineExceeded {
@@ -241,18 +235,13 @@ func TestCreateContainerWaitingForSandboxNotSentAfterCallerGaveUp(t *testing.T) 
 // caller's deadline, leaving part of it for the call itself, instead of
 // being sent with no time left for the runtime to answer.
 func TestSandboxWaitLeavesTimeForTheCall(t *testing.T) {
-	b := startHeldBackend(t, "RunPodSandbox")
-	sv := serve(t, b.endpoint, shim.Config{AsyncRunPodSandbox: true})
-	ctx := ctxT(t)
-	sb, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, sv, sbID := heldAsyncSandbox(t)
 	defer b.release("RunPodSandbox") // before the shim drains
-	<-b.arrived
-	cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	// The shim keeps a quarter of the caller's 8 s: it answers at 6 s,
+	// 2 s before the caller's deadline, margin for a loaded machine.
+	cctx, cancel := context.WithTimeout(ctxT(t), 8*time.Second)
 	defer cancel()
-	_, err = sv.rt.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")})
+	_, err := sv.rt.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sbID, Config: containerConfig("app"), SandboxConfig: sandboxConfig("web")})
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(status.Convert(err).Message(), "still being created") {
 		t.Fatalf("CreateContainer waiting for a held sandbox: %v, want the shim's DeadlineExceeded before the caller's", err)
 	}
@@ -287,4 +276,19 @@ func TestStatsUnseenWrite(t *testing.T) {
 	if st.WriteWaitMax < 50*time.Millisecond {
 		t.Errorf("WriteWaitMax %v, want at least the WriteWait", st.WriteWaitMax)
 	}
+}
+
+// heldAsyncSandbox serves an async shim over a backend that holds every
+// RunPodSandbox, and returns the shim's id of a sandbox whose real call has
+// reached the backend and is held there.
+func heldAsyncSandbox(t *testing.T) (*heldBackend, *served, string) {
+	t.Helper()
+	b := startHeldBackend(t, "RunPodSandbox")
+	sv := serve(t, b.endpoint, shim.Config{AsyncRunPodSandbox: true})
+	sb, err := sv.rt.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.arrived
+	return b, sv, sb.PodSandboxId
 }

@@ -214,8 +214,8 @@ func computePodActions(pod *corev1.Pod, status *runtimePodStatus, bo *crashBacko
 	// restartable applies crash-loop backoff to an exited instance; the
 	// back-off advances only when the restart really happens (startContainer).
 	restartable := func(name string, latest *containerInstance) bool {
-		if in, left := bo.inBackoff(backoffKey(pod, name), latest.FinishedAt); in {
-			wait(name, left, bo.period(backoffKey(pod, name)))
+		if in, left, period := bo.inBackoff(backoffKey(pod, name), latest.FinishedAt); in {
+			wait(name, left, period)
 			return false
 		}
 		return true

@@ -39,25 +39,18 @@ func newCrashBackoff(clk clock.PassiveClock, initial, max time.Duration) *crashB
 }
 
 // inBackoff reports whether key, which last failed at finishedAt, must still
-// wait, and for how long.
-func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (bool, time.Duration) {
+// wait, for how long, and its back-off period (what the wait started from).
+func (b *crashBackoff) inBackoff(key string, finishedAt time.Time) (in bool, left, period time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
 	if !ok {
-		return false, 0
+		return false, 0, 0
 	}
 	if left := e.delay - b.clock.Since(finishedAt); left > 0 {
-		return true, left
+		return true, left, e.delay
 	}
-	return false, 0
-}
-
-// period is key's current back-off, 0 if it has none.
-func (b *crashBackoff) period(key string) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.entries[key].delay
+	return false, 0, e.delay
 }
 
 // next records a restart of key for a failure at finishedAt and returns

@@ -44,10 +44,7 @@ func TestCrashLoopBackoffSequence(t *testing.T) {
 					if time.Now().After(deadline) {
 						t.Fatalf("timed out waiting for %s (fake time %v)", what, clk.Now())
 					}
-					// An event the runtime sent and the PLEG has not
-					// received yet is in neither count.
-					received := n.rt.EventsSent() == int64(a.Stats().PLEG.RuntimeEvents)
-					if received && a.Quiescent() && runtimeIdle(n.rt) {
+					if steppable(a, n.rt) {
 						clk.stepToNext()
 						continue
 					}
@@ -132,6 +129,14 @@ func TestCrashLoopBackoffSequence(t *testing.T) {
 			drive("8 restarts reported", func() bool { return podState(a, "crash").Restarts == 8 })
 		})
 	}
+}
+
+// steppable reports whether a fake-clock test may step time: the agent is
+// quiescent, no unary call is inside the runtime, and every event the
+// runtime sent has reached the agent's PLEG (one on the wire is in
+// neither of the other two, and a step would overtake it).
+func steppable(a *agent.Agent, rt *crisim.Runtime) bool {
+	return rt.EventsSent() == int64(a.Stats().PLEG.RuntimeEvents) && a.Quiescent() && runtimeIdle(rt)
 }
 
 // runtimeIdle reports whether no unary CRI call is inside the simulated

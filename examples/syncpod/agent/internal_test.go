@@ -158,13 +158,13 @@ func TestCrashBackoffSequence(t *testing.T) {
 	var waits []time.Duration
 	for i := 0; i < 9; i++ {
 		finished := clk.Now()
-		in, left := b.inBackoff("k", finished)
+		in, left, _ := b.inBackoff("k", finished)
 		if !in {
 			left = 0
 		}
 		waits = append(waits, left)
 		clk.Step(left)
-		if in, _ := b.inBackoff("k", finished); in {
+		if in, _, _ := b.inBackoff("k", finished); in {
 			t.Fatalf("restart %d still in back-off after waiting %v", i, left)
 		}
 		b.next("k", finished)

@@ -76,8 +76,9 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) (ok
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := a.clock.Now()
+	// Down before this answer: the last check failed, or this one took
+	// longer than the bound (runtimeDown named the runtime meanwhile).
 	wasDown := h.lastErr != nil || h.notReady != nil || now.Sub(h.calling) > timeout
-	began := h.calling
 	h.calling = time.Time{}
 	if ctx.Err() != nil {
 		return true, false // shutting down: not the runtime's fault
@@ -92,7 +93,7 @@ func (a *Agent) checkRuntimeOnce(ctx context.Context, timeout time.Duration) (ok
 			h.notReady = c
 		}
 	}
-	if h.notReady == nil && (wasDown || now.Sub(began) > timeout) {
+	if h.notReady == nil && wasDown {
 		h.recovered = now
 		return true, true
 	}

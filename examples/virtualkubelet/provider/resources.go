@@ -212,30 +212,10 @@ func (r *Resources) startWatchLocked(k objectKey) *objectWatch {
 	switch k.kind {
 	case "configmaps":
 		c := r.kube.CoreV1().ConfigMaps(k.namespace)
-		example = &corev1.ConfigMap{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = sel
-				return c.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return c.Watch(ctx, o)
-			},
-		}
+		example, lw = &corev1.ConfigMap{}, listWatchSelected(sel, c.List, c.Watch)
 	default:
 		c := r.kube.CoreV1().Secrets(k.namespace)
-		example = &corev1.Secret{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = sel
-				return c.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return c.Watch(ctx, o)
-			},
-		}
+		example, lw = &corev1.Secret{}, listWatchSelected(sel, c.List, c.Watch)
 	}
 	// The client says whether it streams the initial list (a fake one
 	// does not).
@@ -313,7 +293,7 @@ func (r *Resources) get(ctx context.Context, k objectKey) (any, error) {
 	}
 	obj, ok, err := w.informer.GetStore().GetByKey(k.namespace + "/" + k.name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", k, err)
 	}
 	if !ok {
 		gr := corev1.Resource(k.kind)
@@ -322,30 +302,43 @@ func (r *Resources) get(ctx context.Context, k objectKey) (any, error) {
 	return obj, nil
 }
 
+// listWatchSelected lists and watches with the field selector sel.
+func listWatchSelected[L runtime.Object](sel string, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return watchFn(ctx, o)
+		},
+	}
+}
+
+// getAs is get for an object of type T.
+func getAs[T any](ctx context.Context, r *Resources, k objectKey) (T, error) {
+	var zero T
+	obj, err := r.get(ctx, k)
+	if err != nil {
+		return zero, err
+	}
+	v, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s %s/%s: got %T", k.kind, k.namespace, k.name, obj)
+	}
+	return v, nil
+}
+
 // ConfigMap implements agent.PodResources.
 func (r *Resources) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	obj, err := r.get(ctx, objectKey{"configmaps", namespace, name})
-	if err != nil {
-		return nil, err
-	}
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return nil, fmt.Errorf("configmap %s/%s: got %T", namespace, name, obj)
-	}
-	return cm, nil
+	return getAs[*corev1.ConfigMap](ctx, r, objectKey{"configmaps", namespace, name})
 }
 
 // Secret implements agent.PodResources.
 func (r *Resources) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	obj, err := r.get(ctx, objectKey{"secrets", namespace, name})
-	if err != nil {
-		return nil, err
-	}
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return nil, fmt.Errorf("secret %s/%s: got %T", namespace, name, obj)
-	}
-	return s, nil
+	return getAs[*corev1.Secret](ctx, r, objectKey{"secrets", namespace, name})
 }
 
 // ServiceAccountToken implements agent.PodResources with a TokenRequest
