@@ -28,7 +28,17 @@ type startResult struct {
 	Makespan       time.Duration // the slowest measured pod's startup
 	P50, P99       time.Duration
 	TimedOut       bool
+	// Usage is the CPU the run cost (zero for the lower bound).
+	Usage runUsage
+	// Calls is each CRI method's latencies, from the agent's criclient
+	// observer (agent modes only).
+	Calls map[string]callLatency
+	// Bound explains a lower-bound row.
+	Bound string
 }
+
+// boundMode names the lower-bound rows.
+const boundMode = "lower-bound"
 
 func newStartResult(scenario, mode string, pods int, startups []time.Duration, timedOut bool) startResult {
 	r := startResult{Scenario: scenario, Mode: mode, Pods: pods, Started: len(startups), TimedOut: timedOut}
@@ -112,8 +122,10 @@ func runKubeletScenario(b testing.TB, n *testnode.Node, col kubeletColumn, sc Sc
 		n.SetMaxConcurrentDownloads(b, col.Downloads)
 		defer n.SetMaxConcurrentDownloads(b, 3)
 	}
-	startups, timedOut := runKubelet(b, n, sc.Name+", "+col.Mode, col.Options, pods, measured, sc.Churn, time.Now().Add(timeout))
-	return newStartResult(sc.Name, col.Mode, want, startups, timedOut)
+	startups, timedOut, usage := runKubelet(b, n, sc.Name+", "+col.Mode, col.Options, pods, measured, sc.Churn, time.Now().Add(timeout))
+	r := newStartResult(sc.Name, col.Mode, want, startups, timedOut)
+	r.Usage = usage
+	return r
 }
 
 // kubeletExternal runs the cpu-burst's pods as static pods of the real
@@ -128,7 +140,7 @@ func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, strin
 			n.SetMaxConcurrentDownloads(b, col.Downloads)
 			defer n.SetMaxConcurrentDownloads(b, 3)
 		}
-		startups, timedOut := runKubelet(b, n, "cpu-burst, "+mode, col.Options, pods, func(string) bool { return true }, nil, deadline)
+		startups, timedOut, _ := runKubelet(b, n, "cpu-burst, "+mode, col.Options, pods, func(string) bool { return true }, nil, deadline)
 		return startups, timedOut, nil
 	}
 }
@@ -136,10 +148,15 @@ func kubeletExternal(b testing.TB, n *testnode.Node) func(context.Context, strin
 // runKubelet starts a kubelet with opts on n's containerd and hands it pods as
 // static pods: all at once, or in churn's rhythm when churn is set. It
 // returns the startups of the pods measured accepts, read from
-// containerd's timestamps, and whether deadline passed first. The kubelet
-// is stopped and every sandbox removed before it returns.
-func runKubelet(b testing.TB, n *testnode.Node, what string, opts []kubelethost.Option, pods []*corev1.Pod, measured func(string) bool, churnSpec *ChurnSpec, deadline time.Time) ([]time.Duration, bool) {
+// containerd's timestamps, whether deadline passed first, and the CPU the
+// run cost from the first pod handed over to the last one measured. The
+// kubelet is stopped and every sandbox removed before it returns.
+func runKubelet(b testing.TB, n *testnode.Node, what string, opts []kubelethost.Option, pods []*corev1.Pod, measured func(string) bool, churnSpec *ChurnSpec, deadline time.Time) ([]time.Duration, bool, runUsage) {
 	k := kubelethost.Start(b, n.Endpoint, opts...)
+	meter, err := startUsage(n.ContainerdPID(), n.Endpoint, k.PID())
+	if err != nil {
+		b.Fatal(err)
+	}
 	suffix := "-" + k.NodeName
 	starts := newRuntimeStarts(n.RuntimeService(), func(ns, name string) string {
 		return ns + "/" + strings.TrimSuffix(name, suffix)
@@ -175,9 +192,13 @@ func runKubelet(b testing.TB, n *testnode.Node, what string, opts []kubelethost.
 		finished = waitStarted(starts, pods, measured, want, deadline)
 	}
 	stop()
+	usage, err := meter.read()
+	if err != nil {
+		b.Fatal(err)
+	}
 	startups := starts.startups(pods, measured)
 	closeKubelet(b, n, k, what)
-	return startups, !finished
+	return startups, !finished, usage
 }
 
 // waitStarted waits until want of pods have started (starts is being
@@ -242,7 +263,7 @@ func removeImages(b testing.TB, n *testnode.Node, images []string) {
 // default and to the tuned kubelet.
 func printStartTable(w io.Writer, results []startResult) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmode\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\tp50 tuned/mode\tp99 tuned/mode\t")
+	fmt.Fprintln(tw, "scenario\tmode\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\tp50 tuned/mode\tp99 tuned/mode\tp99 mode/bound\t")
 	ref := map[[2]string]startResult{}
 	for _, r := range results {
 		ref[[2]string{r.Scenario, r.Mode}] = r
@@ -260,6 +281,11 @@ func printStartTable(w io.Writer, results []startResult) {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t", speedup(k.P50, r.P50), speedup(k.P99, r.P99))
+		}
+		if lb, ok := ref[[2]string{r.Scenario, boundMode}]; ok && r.Mode != boundMode {
+			fmt.Fprintf(tw, "%s\t", speedup(r.P99, lb.P99))
+		} else {
+			fmt.Fprint(tw, "-\t")
 		}
 		fmt.Fprintln(tw)
 	}

@@ -42,15 +42,47 @@ type Result struct {
 	TimedOut          bool
 	LowerBoundP99     time.Duration
 	LowerBoundExplain string
+	// CallLatency is each CRI method's latencies, by method name.
+	CallLatency map[string]callLatency
 }
 
-// callCounter counts the calls the agent's client sends to the runtime.
-type callCounter struct{ n atomic.Int64 }
+// callCounter counts the calls the agent's client sends to the runtime
+// and keeps each method's latencies (admission to answer, as criclient's
+// observer reports them).
+type callCounter struct {
+	n   atomic.Int64
+	mu  sync.Mutex
+	lat map[string][]time.Duration
+}
 
 func (c *callCounter) observe(e criclient.Event) {
-	if e.Kind == criclient.CallFinished {
-		c.n.Add(1)
+	if e.Kind != criclient.CallFinished {
+		return
 	}
+	c.n.Add(1)
+	c.mu.Lock()
+	if c.lat == nil {
+		c.lat = map[string][]time.Duration{}
+	}
+	c.lat[e.Method] = append(c.lat[e.Method], e.Latency)
+	c.mu.Unlock()
+}
+
+// callLatency is one CRI method's latencies in a run.
+type callLatency struct {
+	Calls    int
+	P50, P99 time.Duration
+}
+
+// latencies summarizes each method's latencies so far.
+func (c *callCounter) latencies() map[string]callLatency {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]callLatency{}
+	for m, ds := range c.lat {
+		out[m] = callLatency{Calls: len(ds), P50: percentile(ds, 50), P99: percentile(ds, 99)}
+	}
+	return out
 }
 
 type runConfig struct {
@@ -228,6 +260,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		}
 	}
 	res.Calls = calls.n.Load()
+	res.CallLatency = calls.latencies()
 	res.Started = len(res.Startups)
 	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
 	res.P50, res.P99 = percentile(res.Startups, 50), percentile(res.Startups, 99)

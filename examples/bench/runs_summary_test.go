@@ -67,6 +67,14 @@ type startSummary struct {
 	MinStarted, Pods      int // the fewest pods started in a run, of Pods
 	Makespan, P50, P99    spread
 	p50s, p99s, makespans []time.Duration
+	// The CPU each run cost, and each CRI method's latencies (agent
+	// modes): medians over the runs.
+	Node, Runtime, Orchestrator spread
+	usages                      []runUsage
+	CallP50, CallP99            map[string]time.Duration
+	calls                       map[string][]callLatency
+	// Bound is the last run's explanation of a lower-bound row.
+	Bound string
 }
 
 // summarizeStarts groups results by scenario and mode, in the order each
@@ -91,6 +99,16 @@ func summarizeStarts(results []startResult) []startSummary {
 		s.makespans = append(s.makespans, r.Makespan)
 		s.p50s = append(s.p50s, r.P50)
 		s.p99s = append(s.p99s, r.P99)
+		s.usages = append(s.usages, r.Usage)
+		for m, l := range r.Calls {
+			if s.calls == nil {
+				s.calls = map[string][]callLatency{}
+			}
+			s.calls[m] = append(s.calls[m], l)
+		}
+		if r.Bound != "" {
+			s.Bound = r.Bound
+		}
 	}
 	// Keep each scenario's rows together even when the scenarios were
 	// interleaved.
@@ -104,6 +122,21 @@ func summarizeStarts(results []startResult) []startSummary {
 	for i := range out {
 		s := &out[i]
 		s.Makespan, s.P50, s.P99 = newSpread(s.makespans), newSpread(s.p50s), newSpread(s.p99s)
+		var node, rt, orch []time.Duration
+		for _, u := range s.usages {
+			node, rt, orch = append(node, u.Node), append(rt, u.Runtime), append(orch, u.Orchestrator)
+		}
+		s.Node, s.Runtime, s.Orchestrator = newSpread(node), newSpread(rt), newSpread(orch)
+		if len(s.calls) > 0 {
+			s.CallP50, s.CallP99 = map[string]time.Duration{}, map[string]time.Duration{}
+			for m, ls := range s.calls {
+				var p50, p99 []time.Duration
+				for _, l := range ls {
+					p50, p99 = append(p50, l.P50), append(p99, l.P99)
+				}
+				s.CallP50[m], s.CallP99[m] = newSpread(p50).Median, newSpread(p99).Median
+			}
+		}
 	}
 	return out
 }
@@ -122,7 +155,7 @@ func speedup(ref, mode time.Duration) string {
 // and the tuned kubelet's.
 func printStartSummary(w io.Writer, sums []startSummary) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmode\truns\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\tp50 tuned/mode\tp99 tuned/mode\t")
+	fmt.Fprintln(tw, "scenario\tmode\truns\tpods\tmakespan\tp50\tp99\tp50 kubelet/mode\tp99 kubelet/mode\tp50 tuned/mode\tp99 tuned/mode\tp99 mode/bound\t")
 	ref := map[[2]string]startSummary{}
 	for _, s := range sums {
 		ref[[2]string{s.Scenario, s.Mode}] = s
@@ -142,10 +175,51 @@ func printStartSummary(w io.Writer, sums []startSummary) {
 			}
 			cells = append(cells, speedup(k.P50.Median, s.P50.Median), speedup(k.P99.Median, s.P99.Median))
 		}
+		if lb, ok := ref[[2]string{s.Scenario, boundMode}]; ok && s.Mode != boundMode {
+			cells = append(cells, speedup(s.P99.Median, lb.P99.Median))
+		} else {
+			cells = append(cells, "-")
+		}
 		for _, c := range cells {
 			fmt.Fprint(tw, c, "\t")
 		}
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// boundMethods are the CRI calls the usage table reports the latencies of.
+var boundMethods = []string{"RunPodSandbox", "CreateContainer", "StartContainer", "PullImage"}
+
+// printUsage renders where each mode's time went: the CPU its runs cost
+// the node, containerd and its shims, and the orchestrator (medians over
+// the runs), and for the agent modes the median over the runs of each
+// call's p50 / p99 latency; then each scenario's lower bound explained.
+func printUsage(w io.Writer, sums []startSummary) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "scenario\tmode\tnode CPU\tcontainerd+shims CPU\torchestrator CPU\t")
+	for _, m := range boundMethods {
+		fmt.Fprintf(tw, "%s p50/p99\t", m)
+	}
+	fmt.Fprintln(tw)
+	for _, s := range sums {
+		if s.Mode == boundMode {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", s.Scenario, s.Mode, ms(s.Node.Median), ms(s.Runtime.Median), ms(s.Orchestrator.Median))
+		for _, m := range boundMethods {
+			if p99, ok := s.CallP99[m]; ok {
+				fmt.Fprintf(tw, "%s/%s\t", ms(s.CallP50[m]), ms(p99))
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	for _, s := range sums {
+		if s.Mode == boundMode && s.Bound != "" {
+			fmt.Fprintf(w, "%s lower bound: %s\n", s.Scenario, s.Bound)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestCPUBurstKubeletModes(t *testing.T) {
 }
 
 // The one-run table gives each row's ratios to the default and the tuned
-// kubelet, and none to itself.
+// kubelet, and none to itself, and its p99 over the lower bound's.
 func TestPrintStartTable(t *testing.T) {
 	s := time.Second
 	var out bytes.Buffer
@@ -149,16 +150,52 @@ func TestPrintStartTable(t *testing.T) {
 		{Scenario: "burst", Mode: "kubelet", Pods: 3, Started: 3, Makespan: 6 * s, P50: 4 * s, P99: 6 * s},
 		{Scenario: "burst", Mode: "kubelet-tuned", Pods: 3, Started: 3, Makespan: 4 * s, P50: 2 * s, P99: 4 * s},
 		{Scenario: "burst", Mode: "syncpod", Pods: 3, Started: 3, Makespan: 2 * s, P50: 1 * s, P99: 2 * s},
+		{Scenario: "burst", Mode: boundMode, Pods: 3, Started: 3, Makespan: 1 * s, P50: s / 2, P99: 1 * s},
 	})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := map[string][]string{
-		"kubelet-tuned": {"2.00x", "1.50x", "-", "-"},
-		"syncpod":       {"4.00x", "3.00x", "2.00x", "2.00x"},
+		"kubelet":       {"-", "-", "0.50x", "0.67x", "6.00x"},
+		"kubelet-tuned": {"2.00x", "1.50x", "-", "-", "4.00x"},
+		"syncpod":       {"4.00x", "3.00x", "2.00x", "2.00x", "2.00x"},
+		boundMode:       {"8.00x", "6.00x", "4.00x", "4.00x", "-"},
 	}
 	for _, line := range lines[1:] {
 		f := strings.Fields(line)
-		if w, ok := want[f[1]]; ok && !slices.Equal(f[len(f)-4:], w) {
-			t.Errorf("%s: ratios %v, want %v\n%s", f[1], f[len(f)-4:], w, out.String())
+		if w, ok := want[f[1]]; !ok || !slices.Equal(f[len(f)-5:], w) {
+			t.Errorf("%s: ratios %v, want %v\n%s", f[1], f[len(f)-5:], w, out.String())
 		}
+	}
+}
+
+// The usage table gives each mode's median CPU and, for the agent modes,
+// the median of each call's p50 and p99 over the runs; the lower bound's
+// explanation follows, the bound itself has no usage row.
+func TestPrintUsage(t *testing.T) {
+	ms := time.Millisecond
+	var results []startResult
+	for i, f := range []time.Duration{1, 3, 2} {
+		results = append(results,
+			startResult{Scenario: "burst", Mode: "kubelet", Usage: runUsage{Node: 100 * f * ms, Runtime: 60 * f * ms, Orchestrator: 10 * f * ms}},
+			startResult{Scenario: "burst", Mode: "syncpod", Usage: runUsage{Node: 50 * f * ms},
+				Calls: map[string]callLatency{"RunPodSandbox": {Calls: 12, P50: 40 * f * ms, P99: 90 * f * ms}}},
+			startResult{Scenario: "burst", Mode: boundMode, Bound: fmt.Sprintf("run %d", i)})
+	}
+	sums := summarizeStarts(results)
+	if k := sums[0]; k.Node != (spread{200 * ms, 100 * ms, 300 * ms}) || k.Runtime.Median != 120*ms || k.Orchestrator.Median != 20*ms || k.CallP99 != nil {
+		t.Errorf("kubelet usage: %+v", k)
+	}
+	if s := sums[1]; s.CallP50["RunPodSandbox"] != 80*ms || s.CallP99["RunPodSandbox"] != 180*ms {
+		t.Errorf("syncpod calls: p50 %v, p99 %v", s.CallP50, s.CallP99)
+	}
+	var out bytes.Buffer
+	printUsage(&out, sums)
+	text := out.String()
+	for _, want := range []string{"80ms/180ms", "burst lower bound: run 2"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("usage table lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "  "+boundMode+"  ") {
+		t.Errorf("the bound has a usage row:\n%s", text)
 	}
 }

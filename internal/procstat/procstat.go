@@ -16,22 +16,39 @@ const ClockTicks = 100
 // CPU returns the user plus system CPU time pid has used, with the
 // resolution of a clock tick (10 ms).
 func CPU(pid int) (time.Duration, error) {
+	t, err := times(pid)
+	return t[0] + t[1], err
+}
+
+// CPUWithChildren is CPU plus the CPU time of pid's children that have
+// exited and been waited for: for a containerd shim, the runc runs it
+// made and the container processes it reaped.
+func CPUWithChildren(pid int) (time.Duration, error) {
+	t, err := times(pid)
+	return t[0] + t[1] + t[2] + t[3], err
+}
+
+// times reads utime, stime, cutime and cstime from /proc/PID/stat.
+func times(pid int) ([4]time.Duration, error) {
+	var out [4]time.Duration
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("procstat: %w", err)
+		return out, fmt.Errorf("procstat: %w", err)
 	}
 	// The command name (field 2) may hold spaces: count from its ")".
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("procstat: /proc/%d/stat: %q: too few fields", pid, s)
+	if len(fields) < 15 {
+		return out, fmt.Errorf("procstat: /proc/%d/stat: %q: too few fields", pid, s)
 	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("procstat: /proc/%d/stat: %q: bad times", pid, s)
+	for i := range out {
+		v, err := strconv.ParseInt(fields[11+i], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("procstat: /proc/%d/stat: %q: bad times", pid, s)
+		}
+		out[i] = time.Duration(v) * time.Second / ClockTicks
 	}
-	return time.Duration(utime+stime) * time.Second / ClockTicks, nil
+	return out, nil
 }
 
 // RSS returns pid's resident set size (VmRSS) in bytes.
