@@ -73,5 +73,12 @@
 // beside the real kubelet at its defaults, tuned for a burst, and tuned on a
 // containerd with more downloads at once; SYNCPOD_BENCH_RUNS repeats each
 // scenario's modes in alternating order and reports each figure's median
-// and min-max.
+// and min-max. Before each scenario's run it measures the node's own lower
+// bound, a lower-bound row: a sandbox's and a container start's latency
+// and node CPU with nothing else running, each image the pods use pulled
+// alone, and a large pull's bandwidth, put together as the pods' critical
+// path, their CPU over the cores and their bytes over the bandwidth; each
+// mode's p99 is given over it. Each run also reports the CPU it cost the
+// node, containerd and its shims, and the orchestrator, and for the agent
+// each CRI call's p50 and p99 latency from criclient's observer.
 package main
