@@ -216,6 +216,9 @@ func runRealNodeMode(b *testing.B, n *testnode.Node, mode string, sc Scenario, c
 	}
 	pods := cfg.real.rewrite(sc.Pods)
 	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	for _, u := range r.Unseen {
+		b.Logf("%s, %s: timed out; not seen running: %s", sc.Name, mode, u)
+	}
 	sr := newStartResult(sc.Name, mode, r.Pods, rs.startups(pods, measured), r.TimedOut)
 	sr.Usage, sr.Calls = usage, r.CallLatency
 	return sr, &r

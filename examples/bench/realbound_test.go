@@ -13,7 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"go.uber.org/zap"
+
 	"github.com/syncpod/syncpod/criclient/crisim"
+	"github.com/syncpod/syncpod/examples/syncpod/agent"
 	"github.com/syncpod/syncpod/examples/syncpod/scenario"
 )
 
@@ -160,5 +163,18 @@ func TestShimOf(t *testing.T) {
 	}
 	if shimOf(cmd, "/run/containerd/containerd.sock") || shimOf([]byte("-address\x00"), "") {
 		t.Error("another containerd's shim taken for the node's")
+	}
+}
+
+// A run that times out says which measured pods the agent had not seen
+// running, with its report of each, and its PLEG's figures.
+func TestTimedOutRunNamesUnseenPods(t *testing.T) {
+	sc := burst(0.05, 2)
+	r, err := runScenario(context.Background(), sc, agent.ModeSyncPod, runConfig{scale: 0.05, timeout: time.Nanosecond, log: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.TimedOut || len(r.Unseen) != 3 || !strings.HasPrefix(r.Unseen[0], "default/burst-0") || !strings.HasPrefix(r.Unseen[2], "PLEG: ") {
+		t.Fatalf("timed out %v, unseen %q: want both pods and the PLEG's figures", r.TimedOut, r.Unseen)
 	}
 }

@@ -44,6 +44,10 @@ type Result struct {
 	LowerBoundExplain string
 	// CallLatency is each CRI method's latencies, by method name.
 	CallLatency map[string]callLatency
+	// Unseen is, when a run timed out, the agent's report of each measured
+	// pod it had not seen running, and its PLEG's figures then: what to
+	// look at when the runtime did start them.
+	Unseen []string
 }
 
 // callCounter counts the calls the agent's client sends to the runtime
@@ -238,6 +242,17 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		}
 	}
 	res.Makespan = time.Since(t0)
+	if res.TimedOut && sc.Churn == nil {
+		mu.Lock()
+		for _, p := range a.Snapshot().Pods {
+			key := p.Namespace + "/" + p.Name
+			if _, seen := startups[key]; measured(key) && !seen {
+				res.Unseen = append(res.Unseen, fmt.Sprintf("%s: %+v", key, p))
+			}
+		}
+		mu.Unlock()
+		res.Unseen = append(res.Unseen, fmt.Sprintf("PLEG: %+v", a.Stats().PLEG))
+	}
 	st := a.Stats()
 	rc.log.Info("run done", zap.String("scenario", sc.Name), zap.String("mode", string(mode)), zap.Any("pleg", st.PLEG))
 	res.Blocked, res.MaxRelist, res.Unhealthy = st.WorkerBlocked, st.MaxRelist, st.PLEGUnhealthy
