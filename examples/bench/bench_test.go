@@ -215,7 +215,7 @@ func runRealNodeMode(b *testing.B, n *testnode.Node, mode string, sc Scenario, c
 		b.Fatal(usageErr)
 	}
 	pods := cfg.real.rewrite(sc.Pods)
-	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	measured := sc.measures
 	for _, u := range r.Unseen {
 		b.Logf("%s, %s: timed out; not seen running: %s", sc.Name, mode, u)
 	}
@@ -240,7 +240,7 @@ const boundProbes = 5
 // are taken as present, and left so.
 func realNodeBound(b testing.TB, n *testnode.Node, sc Scenario, real *realImages, probeImage, bandwidthImage string) startResult {
 	pods := real.rewrite(sc.Pods)
-	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	measured := sc.measures
 	want := 0
 	var imgs []string
 	for _, p := range pods {
@@ -248,7 +248,7 @@ func realNodeBound(b testing.TB, n *testnode.Node, sc Scenario, real *realImages
 			continue
 		}
 		want++
-		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		for _, c := range podContainers(p) {
 			if !slices.Contains(imgs, c.Image) {
 				imgs = append(imgs, c.Image)
 			}
@@ -285,9 +285,8 @@ func realNodeBound(b testing.TB, n *testnode.Node, sc Scenario, real *realImages
 	if sc.Churn != nil {
 		arrival = func(i int) time.Duration { return time.Duration(i) * sc.Churn.Every }
 	}
-	p50, _, _ := realLowerBound(pods, measured, arrival, costs, benchInitRun, 0.50)
-	p99, pmax, why := realLowerBound(pods, measured, arrival, costs, benchInitRun, 0.99)
-	return startResult{Scenario: sc.Name, Mode: boundMode, Pods: want, Started: want, Makespan: pmax, P50: p50, P99: p99, Bound: why}
+	lb := realLowerBound(pods, measured, arrival, costs, benchInitRun)
+	return startResult{Scenario: sc.Name, Mode: boundMode, Pods: want, Started: want, Makespan: lb.Max, P50: lb.P50, P99: lb.P99, Bound: lb.Why}
 }
 
 // Every cpu-burst mode starts every pod on the simulated 2-core node.
@@ -492,7 +491,7 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The bound's pods are the burst's, their image present.
-	sc := Scenario{Name: "cpu-burst", Pods: cpuBurstPodsFor("registry.sim/cpu:1", cpuBurstPods)}
+	sc := Scenario{Name: "cpu-burst", Pods: cpuBurstPodsFor(cpuBurstImage, cpuBurstPods)}
 	for i := 0; i < b.N; i++ {
 		var starts []startResult
 		for run := range runs {

@@ -53,7 +53,7 @@ func lowerBound(sc Scenario, q float64) (time.Duration, string) {
 	var pods []*corev1.Pod
 	for _, p := range sc.Pods {
 		pods = append(pods, p)
-		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		for _, c := range podContainers(p) {
 			need[normalize(c.Image)] = true
 		}
 	}

@@ -76,6 +76,9 @@ type CPUResult struct {
 
 const cpuBurstPods = 50
 
+// cpuBurstImage is the cpu-burst pods' image (a real run rewrites it).
+const cpuBurstImage = "registry.sim/cpu:1"
+
 // cpuBurstCores is the simulated node's cores.
 const cpuBurstCores = 2
 
@@ -128,7 +131,7 @@ func runCPUBurst(ctx context.Context, rc runConfig, modes []string, n int) ([]CP
 	var out []CPUResult
 	for _, mode := range modes {
 		endpoint := rc.endpoint
-		image := "registry.sim/cpu:1"
+		image := cpuBurstImage
 		var srv *crisim.Server
 		if endpoint == "" {
 			var err error

@@ -111,7 +111,7 @@ func kubeletColumnByMode(mode string) (kubeletColumn, bool) {
 // run, and back to containerd's default after it).
 func runKubeletScenario(b testing.TB, n *testnode.Node, col kubeletColumn, sc Scenario, real *realImages, timeout time.Duration) startResult {
 	pods := real.rewrite(sc.Pods)
-	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	measured := sc.measures
 	want := 0
 	for _, p := range pods {
 		if measured(p.Namespace + "/" + p.Name) {

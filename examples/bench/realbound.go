@@ -170,9 +170,16 @@ func measurePulls(ctx context.Context, is runtimeapi.ImageServiceClient, cpu nod
 	return out, nil
 }
 
+// realBound is a scenario's lower bound on a real node: the startups'
+// p50 and p99 and the slowest, and how the p99 was made.
+type realBound struct {
+	P50, P99, Max time.Duration
+	Why           string
+}
+
 // realLowerBound is how fast pods could start on a node of costs c at
-// best (percentile q of the startups, and the slowest), pod i handed over
-// at arrival(i), init containers that run to completion taking initRun:
+// best, pod i handed over at arrival(i), init containers that run to
+// completion taking initRun:
 //
 //   - Critical path, per pod: its sandbox, and the rest of its first
 //     image's pull alone (begun when the first pod needing it arrived),
@@ -183,20 +190,20 @@ func measurePulls(ctx context.Context, is runtimeapi.ImageServiceClient, cpu nod
 //   - Cores: the sandboxes, container starts and pulls cost the node
 //     their core time alone; all of it, over the cores, must pass after
 //     the first pod arrives and before the last pod is up (taken as the
-//     capacity bound, scaled by ceil(qN)/N for percentile q, as for
-//     identical pods).
+//     capacity bound, scaled by ceil(qN)/N for a percentile q of N pods,
+//     as for identical pods).
 //   - Bandwidth: every image is present no earlier than its bytes, summed,
 //     over the best bandwidth seen; the pod that waits for the last one
 //     then starts its container.
 //
 // It is a yardstick, not a theorem: the latencies are medians, so a lucky
 // run can land just under it.
-func realLowerBound(pods []*corev1.Pod, measured func(key string) bool, arrival func(i int) time.Duration, c runtimeCosts, initRun time.Duration, q float64) (pq, pmax time.Duration, why string) {
+func realLowerBound(pods []*corev1.Pod, measured func(key string) bool, arrival func(i int) time.Duration, c runtimeCosts, initRun time.Duration) realBound {
 	// An image is asked for when the first pod needing it arrives; a pod
 	// arriving later waits only for what is left of that pull.
 	firstUse := map[string]time.Duration{}
 	for i, p := range pods {
-		for _, ctr := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		for _, ctr := range podContainers(p) {
 			if at, ok := firstUse[ctr.Image]; !ok || arrival(i) < at {
 				firstUse[ctr.Image] = arrival(i)
 			}
@@ -231,7 +238,7 @@ func realLowerBound(pods []*corev1.Pod, measured func(key string) bool, arrival 
 		paths = append(paths, end)
 	}
 	if len(paths) == 0 {
-		return 0, 0, ""
+		return realBound{}
 	}
 	var bytes uint64
 	for img := range images {
@@ -244,15 +251,25 @@ func realLowerBound(pods []*corev1.Pod, measured func(key string) bool, arrival 
 	if bw := c.bandwidth(); bw > 0 {
 		transfer = max(0, time.Duration(float64(bytes)/bw*float64(time.Second))+c.CreateStart-lastArrival)
 	}
-	scaled := func(d time.Duration, q float64) time.Duration {
+	// at is the bound at percentile q, and its three parts.
+	at := func(q float64) (bound, path, cpu, bw time.Duration) {
 		k := math.Ceil(q * float64(len(paths)))
-		return time.Duration(k / float64(len(paths)) * float64(d))
+		scale := k / float64(len(paths))
+		path, cpu, bw = percentile(paths, q*100), time.Duration(scale*float64(capacity)), time.Duration(scale*float64(transfer))
+		return max(path, cpu, bw), path, cpu, bw
 	}
-	pq = max(percentile(paths, q*100), scaled(capacity, q), scaled(transfer, q))
-	pmax = max(slices.Max(paths), capacity, transfer)
-	why = fmt.Sprintf("max(critical path p%.0f %v, cores %v, bandwidth %v); alone: sandbox %v (%v CPU), create+start %v (%v CPU), %.0f MB/s, %d cores",
-		q*100, percentile(paths, q*100).Round(time.Millisecond), scaled(capacity, q).Round(time.Millisecond), scaled(transfer, q).Round(time.Millisecond),
+	b := realBound{Max: max(slices.Max(paths), capacity, transfer)}
+	b.P50, _, _, _ = at(0.50)
+	var path, cpu, bw time.Duration
+	b.P99, path, cpu, bw = at(0.99)
+	b.Why = fmt.Sprintf("max(critical path p99 %v, cores %v, bandwidth %v); alone: sandbox %v (%v CPU), create+start %v (%v CPU), %.0f MB/s, %d cores",
+		path.Round(time.Millisecond), cpu.Round(time.Millisecond), bw.Round(time.Millisecond),
 		c.Sandbox.Round(time.Millisecond), c.SandboxCPU.Round(time.Millisecond), c.CreateStart.Round(time.Millisecond), c.CreateStartCPU.Round(time.Millisecond),
 		c.bandwidth()/1e6, c.Cores)
-	return pq, pmax, why
+	return b
+}
+
+// podContainers is every container of p, init containers first.
+func podContainers(p *corev1.Pod) []corev1.Container {
+	return append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...)
 }

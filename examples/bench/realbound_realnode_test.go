@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +61,7 @@ func TestRealNodeLowerBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Sandbox <= 0 || c.CreateStart <= 0 || c.SandboxCPU <= 0 || c.CreateStartCPU < 0 || runtime.NumCPU() < 1 {
+	if c.Sandbox <= 0 || c.CreateStart <= 0 || c.SandboxCPU <= 0 {
 		t.Errorf("costs %+v", c)
 	}
 }

@@ -29,14 +29,14 @@ func TestRealLowerBound(t *testing.T) {
 	one := scenario.Pod(scenario.PodOptions{Name: "a", Containers: []string{"x"}})
 
 	t.Run("critical path: the sandbox overlaps the pull", func(t *testing.T) {
-		p99, pmax, why := realLowerBound([]*corev1.Pod{one}, all, atOnce, costs, 0, 0.99)
-		if p99 != 350*ms || pmax != 350*ms || !strings.Contains(why, "critical path p99 350ms") {
-			t.Fatalf("p99 %v, max %v (%s); want 350ms = max(sandbox 100, pull 300) + create+start 50", p99, pmax, why)
+		b := realLowerBound([]*corev1.Pod{one}, all, atOnce, costs, 0)
+		if b.P99 != 350*ms || b.Max != 350*ms || !strings.Contains(b.Why, "critical path p99 350ms") {
+			t.Fatalf("%+v; want 350ms = max(sandbox 100, pull 300) + create+start 50", b)
 		}
 	})
 	t.Run("init containers run in order, then the containers together", func(t *testing.T) {
 		p := scenario.Pod(scenario.PodOptions{Name: "b", Init: []string{"y"}, Sidecars: []string{"y"}, Containers: []string{"y", "x"}})
-		got, _, _ := realLowerBound([]*corev1.Pod{p}, all, atOnce, costs, 100*ms, 0.99)
+		got := realLowerBound([]*corev1.Pod{p}, all, atOnce, costs, 100*ms).P99
 		// sandbox 100; init started 150, run to 250; sidecar started
 		// 300, when x is present too: both containers up at 350.
 		if got != 350*ms {
@@ -47,8 +47,8 @@ func TestRealLowerBound(t *testing.T) {
 		c := costs
 		c.SandboxCPU, c.CreateStartCPU = 100*ms, 100*ms
 		pods := []*corev1.Pod{one, one, one, one}
-		p99, _, _ := realLowerBound(pods, all, atOnce, c, 0, 0.99)
-		p50, _, _ := realLowerBound(pods, all, atOnce, c, 0, 0.50)
+		b := realLowerBound(pods, all, atOnce, c, 0)
+		p99, p50 := b.P99, b.P50
 		// 4 x 200ms of CPU on 2 cores: the last pod is not up before
 		// 400ms; the second of four not before half of it, under the
 		// critical path.
@@ -59,15 +59,15 @@ func TestRealLowerBound(t *testing.T) {
 	t.Run("a later pod waits only for the rest of a pull", func(t *testing.T) {
 		pods := []*corev1.Pod{one, one}
 		arrival := func(i int) time.Duration { return time.Duration(i) * time.Second }
-		only := func(k string) bool { return false }
-		_, pmax, _ := realLowerBound(pods, only, arrival, costs, 0, 0.99)
+		only := func(string) bool { return false }
+		pmax := realLowerBound(pods, only, arrival, costs, 0).Max
 		if pmax != 0 {
 			t.Fatalf("no pod measured: bound %v", pmax)
 		}
 		second := pods[1].DeepCopy()
 		second.Name = "late"
 		pods[1] = second
-		_, pmax, _ = realLowerBound(pods, func(k string) bool { return k == "default/late" }, arrival, costs, 0, 0.99)
+		pmax = realLowerBound(pods, func(k string) bool { return k == "default/late" }, arrival, costs, 0).Max
 		if pmax != 150*ms {
 			t.Fatalf("the pod arriving after its image: bound %v, want sandbox + create+start = 150ms", pmax)
 		}
@@ -78,7 +78,8 @@ func TestRealLowerBound(t *testing.T) {
 		c.Pulls = map[string]pullCost{"y": {Time: 10 * ms, Bytes: 100e6}}
 		p := scenario.Pod(scenario.PodOptions{Name: "b", Containers: []string{"x", "y"}})
 		c.Pulls["x"] = pullCost{Time: time.Second, Bytes: 200e6}
-		got, _, why := realLowerBound([]*corev1.Pod{p}, all, atOnce, c, 0, 0.99)
+		b := realLowerBound([]*corev1.Pod{p}, all, atOnce, c, 0)
+		got, why := b.P99, b.Why
 		if got != 1550*ms || !strings.Contains(why, "200 MB/s") {
 			t.Fatalf("bound %v (%s), want 300 MB at 200 MB/s + 50ms = 1.55s", got, why)
 		}

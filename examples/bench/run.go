@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,11 +49,10 @@ type Result struct {
 	Unseen []string
 }
 
-// callCounter counts the calls the agent's client sends to the runtime
-// and keeps each method's latencies (admission to answer, as criclient's
-// observer reports them).
+// callCounter keeps the latency of each call the agent's client sends to
+// the runtime, by method (admission to answer, as criclient's observer
+// reports them).
 type callCounter struct {
-	n   atomic.Int64
 	mu  sync.Mutex
 	lat map[string][]time.Duration
 }
@@ -63,7 +61,6 @@ func (c *callCounter) observe(e criclient.Event) {
 	if e.Kind != criclient.CallFinished {
 		return
 	}
-	c.n.Add(1)
 	c.mu.Lock()
 	if c.lat == nil {
 		c.lat = map[string][]time.Duration{}
@@ -202,7 +199,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		}
 	}()
 
-	measured := func(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+	measured := sc.measures
 	for _, p := range pods {
 		if measured(p.Namespace + "/" + p.Name) {
 			res.Pods++
@@ -242,6 +239,8 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		}
 	}
 	res.Makespan = time.Since(t0)
+	st := a.Stats()
+	rc.log.Info("run done", zap.String("scenario", sc.Name), zap.String("mode", string(mode)), zap.Any("pleg", st.PLEG))
 	if res.TimedOut && sc.Churn == nil {
 		mu.Lock()
 		for _, p := range a.Snapshot().Pods {
@@ -251,10 +250,8 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 			}
 		}
 		mu.Unlock()
-		res.Unseen = append(res.Unseen, fmt.Sprintf("PLEG: %+v", a.Stats().PLEG))
+		res.Unseen = append(res.Unseen, fmt.Sprintf("PLEG: %+v", st.PLEG))
 	}
-	st := a.Stats()
-	rc.log.Info("run done", zap.String("scenario", sc.Name), zap.String("mode", string(mode)), zap.Any("pleg", st.PLEG))
 	res.Blocked, res.MaxRelist, res.Unhealthy = st.WorkerBlocked, st.MaxRelist, st.PLEGUnhealthy
 	if sc.Churn != nil {
 		res.Startups = st.Startups
@@ -274,8 +271,10 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 			res.RecoveredAfter = t0.Add(last).Sub(stallEnd)
 		}
 	}
-	res.Calls = calls.n.Load()
 	res.CallLatency = calls.latencies()
+	for _, l := range res.CallLatency {
+		res.Calls += int64(l.Calls)
+	}
 	res.Started = len(res.Startups)
 	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
 	res.P50, res.P99 = percentile(res.Startups, 50), percentile(res.Startups, 99)

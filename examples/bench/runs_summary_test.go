@@ -188,8 +188,8 @@ func printStartSummary(w io.Writer, sums []startSummary) {
 	_ = tw.Flush()
 }
 
-// boundMethods are the CRI calls the usage table reports the latencies of.
-var boundMethods = []string{"RunPodSandbox", "CreateContainer", "StartContainer", "PullImage"}
+// usageMethods are the CRI calls the usage table reports the latencies of.
+var usageMethods = []string{"RunPodSandbox", "CreateContainer", "StartContainer", "PullImage"}
 
 // printUsage renders where each mode's time went: the CPU its runs cost
 // the node, containerd and its shims, and the orchestrator (medians over
@@ -198,7 +198,7 @@ var boundMethods = []string{"RunPodSandbox", "CreateContainer", "StartContainer"
 func printUsage(w io.Writer, sums []startSummary) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "scenario\tmode\tnode CPU\tcontainerd+shims CPU\torchestrator CPU\t")
-	for _, m := range boundMethods {
+	for _, m := range usageMethods {
 		fmt.Fprintf(tw, "%s p50/p99\t", m)
 	}
 	fmt.Fprintln(tw)
@@ -207,7 +207,7 @@ func printUsage(w io.Writer, sums []startSummary) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", s.Scenario, s.Mode, ms(s.Node.Median), ms(s.Runtime.Median), ms(s.Orchestrator.Median))
-		for _, m := range boundMethods {
+		for _, m := range usageMethods {
 			if p99, ok := s.CallP99[m]; ok {
 				fmt.Fprintf(tw, "%s/%s\t", ms(s.CallP50[m]), ms(p99))
 			} else {

@@ -28,6 +28,10 @@ type Scenario struct {
 	HealthThreshold time.Duration
 }
 
+// measures reports whether the pod namespace/name key is one whose startup
+// sc reports.
+func (sc Scenario) measures(key string) bool { return sc.Measured == nil || sc.Measured[key] }
+
 // StallSpec is a runtime stall window.
 type StallSpec struct{ After, For time.Duration }
 

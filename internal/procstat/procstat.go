@@ -17,7 +17,10 @@ const ClockTicks = 100
 // resolution of a clock tick (10 ms).
 func CPU(pid int) (time.Duration, error) {
 	t, err := times(pid)
-	return t[0] + t[1], err
+	if err != nil {
+		return 0, err
+	}
+	return t[0] + t[1], nil
 }
 
 // CPUWithChildren is CPU plus the CPU time of pid's children that have
@@ -25,7 +28,10 @@ func CPU(pid int) (time.Duration, error) {
 // made and the container processes it reaped.
 func CPUWithChildren(pid int) (time.Duration, error) {
 	t, err := times(pid)
-	return t[0] + t[1] + t[2] + t[3], err
+	if err != nil {
+		return 0, err
+	}
+	return t[0] + t[1] + t[2] + t[3], nil
 }
 
 // times reads utime, stime, cutime and cstime from /proc/PID/stat.
