@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -381,16 +380,32 @@ func TestSnapshotCallerCancelLeavesOthers(t *testing.T) {
 	first := make(chan error, 1)
 	go func() { _, err := c.ListContainers(ctx, nil); first <- err }()
 	eventually(t, "the refresh", func() bool { return rt.InFlight("ListContainers") == 1 })
-	var wg sync.WaitGroup
-	var otherErr error
-	wg.Go(func() { _, otherErr = c.ListContainers(context.Background(), nil) })
+	other := make(chan error, 1)
+	go func() { _, err := c.ListContainers(context.Background(), nil); other <- err }()
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled caller = %v", err)
 	}
-	eventually(t, "the refresh timer", clk.HasWaiters)
-	clk.Step(time.Second)
-	wg.Wait()
+	// Step while the other caller waits rather than once: a waiter on the
+	// clock is not proof that it is the refresh's latency timer, and one
+	// step taken before that timer exists would leave the refresh waiting
+	// out the per-call timeout. Every step is a runtime second, so the
+	// refresh still answers only once its latency has passed.
+	var otherErr error
+	deadline := time.Now().Add(30 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case otherErr = <-other:
+			waiting = false
+		case <-time.After(time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the other caller never got the refresh's answer")
+			}
+			if clk.HasWaiters() {
+				clk.Step(time.Second)
+			}
+		}
+	}
 	if otherErr != nil {
 		t.Fatalf("the other caller failed: %v", otherErr)
 	}
