@@ -199,9 +199,8 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		}
 	}()
 
-	measured := sc.measures
 	for _, p := range pods {
-		if measured(p.Namespace + "/" + p.Name) {
+		if sc.measures(p.Namespace + "/" + p.Name) {
 			res.Pods++
 		}
 	}
@@ -223,7 +222,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 			mu.Lock()
 			n := 0
 			for k := range startups {
-				if measured(k) {
+				if sc.measures(k) {
 					n++
 				}
 			}
@@ -245,7 +244,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		mu.Lock()
 		for _, p := range a.Snapshot().Pods {
 			key := p.Namespace + "/" + p.Name
-			if _, seen := startups[key]; measured(key) && !seen {
+			if _, seen := startups[key]; sc.measures(key) && !seen {
 				res.Unseen = append(res.Unseen, fmt.Sprintf("%s: %+v", key, p))
 			}
 		}
@@ -260,7 +259,7 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 		mu.Lock()
 		var last time.Duration
 		for k, d := range startups {
-			if measured(k) {
+			if sc.measures(k) {
 				res.Startups = append(res.Startups, d)
 				last = max(last, d)
 			}
