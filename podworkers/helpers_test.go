@@ -2,6 +2,7 @@ package podworkers_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -107,14 +108,27 @@ func newWorkers(t *testing.T, s podworkers.Syncer, opts ...podworkers.Option) *p
 // settle waits until w has nothing queued or running and holds no goroutine.
 func settle(t *testing.T, w *podworkers.Workers) {
 	t.Helper()
+	eventually(t, "the workers settled", func() string {
+		if s := w.Stats(); s.Queued != 0 || s.Running != 0 || s.Goroutines != 0 {
+			return fmt.Sprintf("%+v", s)
+		}
+		return ""
+	})
+}
+
+// eventually polls cond until it returns "", yielding between polls; after a
+// long safety limit (a hang, not a timing assertion) it fails the test with
+// cond's last answer.
+func eventually(t *testing.T, what string, cond func() string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s := w.Stats()
-		if s.Queued == 0 && s.Running == 0 && s.Goroutines == 0 {
+		last := cond()
+		if last == "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("workers did not settle: %+v", s)
+			t.Fatalf("never %s; last: %s", what, last)
 		}
 		runtime.Gosched()
 	}

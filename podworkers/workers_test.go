@@ -396,17 +396,12 @@ func TestIdlePodsHoldNoGoroutine(t *testing.T) {
 	// Stats stops counting a pool goroutine just before it returns, so the
 	// runtime may still list a few that are exiting: wait for them, but an
 	// idle pod that holds a goroutine keeps the count up and fails.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		after := runtime.NumGoroutine()
-		if after-before <= 2 {
-			break
+	eventually(t, "the idle pods held no goroutine", func() string {
+		if after := runtime.NumGoroutine(); after-before > 2 {
+			return fmt.Sprintf("%d goroutines for 1000 idle pods (before %d)", after, before)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines for 1000 idle pods (before %d)", after, before)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // Close cancels the running calls, waits for them, and later calls fail
