@@ -7,6 +7,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,10 @@ func BenchmarkBurst(b *testing.B) {
 // SYNCPOD_BENCH_MODES (a comma list of kubelet, kubelet-tuned,
 // kubelet-tuned-cd, baseline, syncpod) some modes, and SYNCPOD_BENCH_RUNS
 // repeats each scenario's modes that many times, in alternating order
-// (modeOrder), reporting each figure's median and min-max.
+// (modeOrder), reporting each figure's median and min-max. An agent run
+// that times out prints each pod it did not see running; SYNCPOD_BENCH_DUMP
+// (a directory) also gets every goroutine's stack of such a run, and
+// SYNCPOD_BENCH_LOG (a zap level) the agent's log.
 func BenchmarkRealNodeScenarios(b *testing.B) {
 	runs, err := benchRuns()
 	if err != nil {
@@ -136,7 +140,7 @@ func BenchmarkRealNodeScenarios(b *testing.B) {
 	}
 	big := n.PushImage(b, "bench/big", testnode.WithSize(200<<20))
 	real := &realImages{images: imgs, initCmd: []string{"/workload"}, initArgs: []string{"sleep", benchInitRun.String(), "exit", "0"}}
-	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: zap.NewNop(), real: real}
+	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real, timedOut: timeoutDump(b)}
 	// In big-image the first image seen is the big pod's: it gets the big one.
 	bigReal := *real
 	bigReal.images = append([]string{big}, imgs...)
@@ -216,8 +220,9 @@ func runRealNodeMode(b *testing.B, n *testnode.Node, mode string, sc Scenario, c
 	}
 	pods := cfg.real.rewrite(sc.Pods)
 	measured := sc.measures
+	// Printed, not logged: a benchmark's log is cut to its first lines.
 	for _, u := range r.Unseen {
-		b.Logf("%s, %s: timed out; not seen running: %s", sc.Name, mode, u)
+		fmt.Fprintf(os.Stdout, "%s, %s: timed out; not seen running: %s\n", sc.Name, mode, u)
 	}
 	sr := newStartResult(sc.Name, mode, r.Pods, rs.startups(pods, measured), r.TimedOut)
 	sr.Usage, sr.Calls = usage, r.CallLatency
@@ -466,7 +471,7 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 		b.Fatal(err)
 	}
 	real := &realImages{images: []string{img}, initCmd: []string{"/workload"}, initArgs: []string{"sleep", "100ms", "exit", "0"}}
-	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real,
+	rc := runConfig{endpoint: n.Endpoint, scale: 1, timeout: 5 * time.Minute, log: benchLogger(b), real: real, timedOut: timeoutDump(b),
 		external: kubeletExternal(b, n), traceAdmission: os.Getenv("SYNCPOD_BENCH_LOG") != "",
 		admission: os.Getenv("SYNCPOD_CPUBURST_ADMISSION")}
 	// The image is present: the containerd-tuned column would measure
@@ -522,6 +527,28 @@ func BenchmarkRealNodeCPUBurst(b *testing.B) {
 			}
 		}
 		fmt.Fprint(os.Stdout, table.String())
+	}
+}
+
+// timeoutDump, when SYNCPOD_BENCH_DUMP names a directory, writes every
+// goroutine's stack there for each run that timed out, while its agent
+// still runs; nil otherwise.
+func timeoutDump(tb testing.TB) func(Scenario, agent.Mode) {
+	dir := os.Getenv("SYNCPOD_BENCH_DUMP")
+	if dir == "" {
+		return nil
+	}
+	return func(sc Scenario, mode agent.Mode) {
+		f, err := os.CreateTemp(dir, fmt.Sprintf("timeout-%s-%s-*.txt", sc.Name, mode))
+		if err != nil {
+			tb.Errorf("SYNCPOD_BENCH_DUMP: %v", err)
+			return
+		}
+		defer f.Close()
+		if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+			tb.Errorf("SYNCPOD_BENCH_DUMP: %v", err)
+		}
+		fmt.Fprintf(os.Stdout, "%s, %s: timed out; goroutines in %s\n", sc.Name, mode, f.Name())
 	}
 }
 

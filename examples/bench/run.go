@@ -104,6 +104,9 @@ type runConfig struct {
 	// settled, when set, is called once the run is measured, before the
 	// agent stops and removes its pods.
 	settled func()
+	// timedOut, when set, is called when a run timed out, before the
+	// agent stops: what is still running shows where the run is held.
+	timedOut func(sc Scenario, mode agent.Mode)
 	// external, when set, runs pods with an orchestrator outside this
 	// process (the cpu-burst's kubelet modes, named "kubelet" and
 	// "kubelet-..."; mode says which): it returns each started pod's
@@ -278,6 +281,9 @@ func runScenario(ctx context.Context, sc Scenario, mode agent.Mode, rc runConfig
 	sort.Slice(res.Startups, func(i, j int) bool { return res.Startups[i] < res.Startups[j] })
 	res.P50, res.P99 = percentile(res.Startups, 50), percentile(res.Startups, 99)
 
+	if res.TimedOut && rc.timedOut != nil {
+		rc.timedOut(sc, mode)
+	}
 	if rc.settled != nil {
 		rc.settled()
 	}
