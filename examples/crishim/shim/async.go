@@ -23,8 +23,11 @@ import (
 // answer.
 const SandboxIDLabel = "io.syncpod.crishim/sandbox-id"
 
-// asyncRunTimeout bounds a queued RunPodSandbox at the runtime (the
-// kubelet's default for RunPodSandbox: twice its 2 minute request timeout).
+// asyncRunTimeout bounds a RunPodSandbox at the runtime that no caller's
+// deadline bounds: a queued one (async mode), and a detached call whose
+// caller set no deadline (see detached). It is the kubelet's default for
+// RunPodSandbox, twice its 2 minute request timeout, so the shim never
+// gives up on the runtime before the kubelet would have.
 const asyncRunTimeout = 4 * time.Minute
 
 // asyncSandboxes runs RunPodSandbox in the background and maps the ids it

@@ -84,9 +84,25 @@
 //     are not undone: what a late one did is what the kubelet would have
 //     asked for again, and its next relist shows it (a container started
 //     late is Running, which the kubelet accepts). A RunPodSandbox of the
-//     synchronous modes is not undone either: the kubelet's next relist
-//     lists the late sandbox as the pod's one ready sandbox and uses it,
-//     as directly on containerd.
+//     synchronous modes is not undone either, and its answer is not lost:
+//     once sent it is awaited past its caller's end (up to 2 minutes past
+//     its deadline), and a sandbox the runtime creates then is kept for
+//     the caller's retry, for 2 minutes. The kubelet needs this: having
+//     seen no sandbox, it retries with the same metadata and attempt, and
+//     directly on containerd that retry fails with "name ... is reserved"
+//     (the late sandbox holds the name), so its pod worker backs off
+//     (about 18 s after a 4-minute freeze) before a later sync finds the
+//     late sandbox. Through the shim a RunPodSandbox with the same
+//     metadata (name, namespace, uid, attempt), the same config and the
+//     same runtime handler as one the runtime still has joins it (no
+//     second call is sent) and gets its answer; one made after the
+//     runtime created the sandbox gets its id at once. A call with the
+//     same metadata and another config is forwarded, and the runtime
+//     answers it. The kept sandbox is dropped once a retry has it, when
+//     RemovePodSandbox removes it, or after the 2 minutes; a call whose
+//     caller got the answer, and a failed call, are not kept. Stats
+//     counts these (SandboxRetriesJoined, AbandonedSandboxes,
+//     LateSandboxes).
 //   - GetContainerEvents subscribers share the view's one upstream
 //     stream, each with its own buffer of EventBuffer events. A subscriber
 //     whose buffer is full is ended with RESOURCE_EXHAUSTED (it lost an

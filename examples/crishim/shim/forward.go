@@ -40,10 +40,16 @@ func admitAndCall[Req, Resp any](s *Shim, ctx context.Context, method string, re
 	}
 	start := time.Now()
 	resp, err := fn(ctx, req)
+	s.logCall(method, start, err)
+	return resp, err
+}
+
+// logCall logs a call the runtime answered by its method, latency and
+// code: never its request, which may hold credentials.
+func (s *Shim) logCall(method string, start time.Time, err error) {
 	if ce := s.log.Check(zap.DebugLevel, "CRI call"); ce != nil {
 		ce.Write(zap.String("method", method), zap.Duration("latency", time.Since(start)), zap.Stringer("code", status.Code(err)))
 	}
-	return resp, err
 }
 
 // streamForward relays a server-streaming call from the backend.

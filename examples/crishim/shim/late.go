@@ -15,9 +15,11 @@ import (
 	"github.com/syncpod/syncpod/criclient"
 )
 
-// lateGrace is how long past its caller's deadline a CreateContainer
-// already sent to the runtime is still awaited, so that a container the
-// runtime creates after its caller gave up is seen and removed.
+// lateGrace is how long past its caller's deadline a CreateContainer or a
+// synchronous RunPodSandbox already sent to the runtime is still awaited,
+// so that a container the runtime creates after its caller gave up is seen
+// and removed, and a sandbox it creates then is kept for the caller's
+// retry.
 const lateGrace = 2 * time.Minute
 
 // undoTimeout bounds the RemoveContainer that undoes such a container.
@@ -155,20 +157,25 @@ func sendDetached[Req, Resp any](s *Shim, ctx context.Context, method string, re
 	if ctx.Err() != nil {
 		return zero, callerGone(ctx)
 	}
-	var cctx context.Context
-	var cancel context.CancelFunc
-	if d, ok := ctx.Deadline(); ok {
-		cctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d.Add(lateGrace))
-	} else {
-		cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), asyncRunTimeout)
-	}
+	cctx, cancel := detached(ctx)
 	defer cancel()
 	start := time.Now()
 	resp, err := fn(cctx, req)
-	if ce := s.log.Check(zap.DebugLevel, "CRI call"); ce != nil {
-		ce.Write(zap.String("method", method), zap.Duration("latency", time.Since(start)), zap.Stringer("code", status.Code(err)))
-	}
+	s.logCall(method, start, err)
 	return resp, err
+}
+
+// detached is ctx without its cancellation, for a call to the runtime
+// that must outlive its caller: containerd goes on with a call its client
+// abandoned, so the shim waits for the answer to learn what it did. The
+// call is bounded by lateGrace past the caller's deadline, or by
+// asyncRunTimeout (the kubelet's RunPodSandbox timeout, its longest) when
+// the caller set none.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), d.Add(lateGrace))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), asyncRunTimeout)
 }
 
 // createContainer sends CreateContainer for the runtime's sandbox id and

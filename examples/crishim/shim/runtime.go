@@ -93,16 +93,16 @@ func (s *Shim) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRu
 }
 
 // RunPodSandbox forwards, or in async mode validates, queues and returns a
-// sandbox id minted by the shim.
+// sandbox id minted by the shim. In the synchronous modes a call the
+// runtime has goes on when its caller gives up, and a retry with the same
+// metadata and config joins it or gets the sandbox it created (see the
+// package documentation): the kubelet retries with the same attempt when
+// it saw no sandbox, which the runtime would refuse as a reserved name.
 func (s *Shim) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	if s.async != nil {
 		return s.async.run(ctx, req)
 	}
-	resp, err := forward(s, ctx, "RunPodSandbox", req, s.rt.RunPodSandbox)
-	if err == nil {
-		s.statuses.wrote(objKey{objSandbox, resp.GetPodSandboxId()}, "", sandboxRank(runtimeapi.PodSandboxState_SANDBOX_READY), nil)
-	}
-	return resp, err
+	return s.runs.run(ctx, req)
 }
 
 // StopPodSandbox forwards. In async mode a sandbox whose creation failed
@@ -140,6 +140,9 @@ func (s *Shim) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSa
 		s.statuses.removed(objKey{objSandbox, id})
 		if s.async != nil {
 			s.async.forget(req.GetPodSandboxId())
+		}
+		if s.runs != nil {
+			s.runs.removed(id)
 		}
 	} else {
 		s.statuses.changedUnseen(objKey{objSandbox, id}, "")

@@ -92,6 +92,9 @@ type Shim struct {
 	bound time.Duration
 	gates [numClasses]*criclient.Gate
 	async *asyncSandboxes // nil unless AsyncRunPodSandbox
+	// runs holds the synchronous modes' RunPodSandbox calls at the
+	// runtime and the sandboxes kept for a retry (nil in async mode).
+	runs *sandboxRuns
 	// abandoned hides the containers of CreateContainer calls whose
 	// caller gave up while the runtime had them.
 	abandoned abandoned
@@ -160,6 +163,8 @@ func New(ctx context.Context, endpoint string, cfg Config) (*Shim, error) {
 		if err := s.async.recover(ctx); err != nil {
 			s.log.Warn("could not rebuild the sandbox id map; it fills as sandboxes are listed", zap.Error(err))
 		}
+	} else {
+		s.runs = newSandboxRuns(s)
 	}
 	return s, nil
 }
@@ -188,14 +193,19 @@ func (s *Shim) Drain(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the view and the async workers and closes the backend
-// connections. Idempotent.
+// Close stops the view and the async workers, ends the synchronous
+// RunPodSandbox calls still at the runtime (after GracefulStop, those
+// whose callers gave up: no retry can reach a closed shim) and closes the
+// backend connections. Idempotent.
 func (s *Shim) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		_ = s.Drain(context.Background())
 		if s.async != nil {
 			s.async.close()
+		}
+		if s.runs != nil {
+			s.runs.close()
 		}
 		s.statuses.close()
 		s.view.Close()
@@ -223,6 +233,20 @@ type Stats struct {
 	// now whose caller gave up: the containers they may create are hidden
 	// until the call ends and is undone.
 	AbandonedCreates int
+	// SandboxRetriesJoined counts the RunPodSandbox calls of the
+	// synchronous modes that were not sent because the runtime already
+	// had the same sandbox's call (same metadata, config and runtime
+	// handler): they joined it, or got the sandbox it created after its
+	// caller gave up. Each is a kubelet retry the runtime would have
+	// refused with "name is reserved" (see the package documentation).
+	SandboxRetriesJoined uint64
+	// AbandonedSandboxes is how many RunPodSandbox calls of the
+	// synchronous modes the runtime has now whose every caller gave up:
+	// the sandbox each creates is kept for the retry.
+	AbandonedSandboxes int
+	// LateSandboxes is how many sandboxes the runtime created after their
+	// RunPodSandbox's caller gave up are kept now for the retry.
+	LateSandboxes int
 	// WriteWaits counts the reads answered from the view (Lists and
 	// status reads) that waited for the event of a mutation made through
 	// the shim (read-your-writes); WriteWaitTimeouts those that waited
@@ -247,6 +271,9 @@ type Stats struct {
 func (s *Shim) Stats() Stats {
 	st := s.waits.stats()
 	st.LateCreatesUndone, st.AbandonedCreates = s.lateUndone.Load(), s.abandoned.count()
+	if s.runs != nil {
+		st.SandboxRetriesJoined, st.AbandonedSandboxes, st.LateSandboxes = s.runs.stats()
+	}
 	return st
 }
 
