@@ -80,6 +80,12 @@
 //     per id, except after a ContainerChanged (unknown → running).
 //   - An id the runtime created and removed while nobody could see it (no
 //     list and no event showed it) is not reported: nothing knew it existed.
+//     That includes the events containerd queued while nobody read its
+//     stream and hands to the next subscriber: an event about an id the
+//     PLEG does not know, older than Start or than a full relist that did
+//     not list the id, is ignored (StaleEvents), so an earlier agent's pod
+//     of the same uid never shows in the cache. The runtime's event times
+//     are compared with the PLEG's clock: on one node they are one clock.
 //   - The cache is written before the events derived from the same
 //     observation are delivered, and one pod's events are delivered in the
 //     order the PLEG observed the changes. The cache never takes older data

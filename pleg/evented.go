@@ -119,6 +119,10 @@ func (p *PLEG) handleEventLocked(ev *runtimeapi.ContainerEventResponse, now time
 		return
 	}
 	rec := p.pods[uid]
+	if p.staleLocked(rec, id, ev.GetCreatedAt()) {
+		p.stats.StaleEvents++
+		return
+	}
 	kind := kindContainer
 	if sb != nil && sb.GetId() == id {
 		kind = kindSandbox

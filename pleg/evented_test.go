@@ -127,6 +127,42 @@ func TestEventAboutRemovedContainerIgnored(t *testing.T) {
 	}
 }
 
+// containerd hands a new subscriber the events queued while nobody read
+// its stream: an earlier agent's pods, of the same uids, long removed. An
+// event older than a full relist that did not list its id is not applied;
+// an event newer than the relist, or about an id the relist listed, is.
+func TestEventOlderThanRelistAboutUnlistedIDIgnored(t *testing.T) {
+	f := newFixture(t)
+	f.setSandboxes(fsb{"a", "s1", ready})
+	f.clock.Step(10 * time.Second)
+	f.relist() // lists at t0+10s
+	drain(f.p)
+	before := t0.Add(5 * time.Second)
+	// A removed pod's sandbox and a removed container of a listed sandbox.
+	f.p.handleEvent(containerEvent(evStarted, "s0", before, sbStatus("b", "s0", ready)))
+	f.p.handleEvent(containerEvent(evCreated, "old", before, sbStatus("a", "s1", ready), ctrStatus("old", created)))
+	assertEvents(t, drain(f.p))
+	if _, ok := f.cache.get("b"); ok {
+		t.Error("an event older than the relist recorded a pod the relist did not list")
+	}
+	if s := f.cache.containerStates("a"); len(s) != 0 {
+		t.Errorf("an event older than the relist recorded a container it did not list: %v", s)
+	}
+	if st := f.p.Stats(); st.StaleEvents != 2 {
+		t.Errorf("StaleEvents = %d, want 2", st.StaleEvents)
+	}
+	// A listed id: applied even when older than the relist.
+	f.p.handleEvent(containerEvent(evStopped, "s1", before, sbStatus("a", "s1", notrdy)))
+	assertEvents(t, drain(f.p), ev("a", ContainerDied, "s1"))
+	// A container created after the relist: applied.
+	after := t0.Add(11 * time.Second)
+	f.p.handleEvent(containerEvent(evStarted, "c2", after, sbStatus("a", "s1", notrdy), ctrStatus("c2", running)))
+	assertEvents(t, drain(f.p), ev("a", ContainerStarted, "c2"))
+	if st := f.p.Stats(); st.StaleEvents != 2 {
+		t.Errorf("StaleEvents = %d, want 2", st.StaleEvents)
+	}
+}
+
 // modeObserver reports mode changes.
 type modeObserver struct {
 	modes chan Mode

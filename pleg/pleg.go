@@ -39,9 +39,14 @@ type PLEG struct {
 	pods       map[types.UID]*podRecord
 	owner      map[string]types.UID // entity id → pod
 	tombstones map[string]tombstone // removed ids
-	seq        uint64               // observation sequence
-	reinspect  map[types.UID]struct{}
-	pending    map[types.UID]struct{}
+	// listed and listedAt: every id the last successful full relist's
+	// List calls returned, and when that relist began; startedAt: when
+	// Start was called (staleLocked).
+	listed              map[string]struct{}
+	listedAt, startedAt time.Time
+	seq                 uint64 // observation sequence
+	reinspect           map[types.UID]struct{}
+	pending             map[types.UID]struct{}
 	// lagging: pods whose cache entry fell behind the events delivered
 	// (verifyLocked); the write that corrects it delivers a PodSync.
 	lagging    map[types.UID]struct{}
@@ -84,7 +89,8 @@ type Stats struct {
 	Inspections, InspectionFailures uint64
 	// RuntimeEvents counts events received from the runtime's stream;
 	// IncompleteEvents those without usable statuses (the pod was relisted
-	// instead); StaleEvents those about already removed ids (ignored).
+	// instead); StaleEvents those about already removed ids, and those
+	// older than a full relist that did not list their id (ignored).
 	RuntimeEvents, IncompleteEvents, StaleEvents uint64
 	// Delivered counts events put on the Watch channel (PodSync included),
 	// Dropped those that did not fit, PodSyncs the PodSync events delivered.
@@ -171,7 +177,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 	case p.started:
 		return ErrAlreadyStarted
 	}
-	p.started = true
+	p.started, p.startedAt = true, p.clock.Now()
 	ctx, p.cancel = context.WithCancel(ctx)
 	if p.cfg.events {
 		stream, err := eventstream.Start(ctx, eventstream.Config{
@@ -347,6 +353,31 @@ func (p *PLEG) markActiveLocked(t time.Time) {
 		p.lastActive = t
 	}
 	p.active = true
+}
+
+// staleLocked reports whether an event created at createdAt (the
+// runtime's clock, which on one node is the PLEG's) about id, unknown to
+// rec, tells of an object already gone: a full relist that began after
+// the event did not list the id, or, before the first relist, the event
+// is older than Start (the first relist, which begins after Start, lists
+// the object if it still exists). A runtime can deliver such events late
+// (containerd hands a new subscriber events queued while nobody read the
+// stream, such as an earlier agent's pods of the same uid); applying one
+// would record a sandbox or container that no longer exists, and the pod
+// would be seen in it until the next full relist.
+func (p *PLEG) staleLocked(rec *podRecord, id string, createdAt int64) bool {
+	ref := p.listedAt
+	if ref.IsZero() {
+		ref = p.startedAt
+	}
+	if createdAt <= 0 || ref.IsZero() || !time.Unix(0, createdAt).Before(ref) {
+		return false
+	}
+	if rec != nil && rec.entities[id] != nil {
+		return false
+	}
+	_, listed := p.listed[id]
+	return !listed
 }
 
 func (p *PLEG) tombstonedLocked(id string) bool {

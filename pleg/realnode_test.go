@@ -177,3 +177,76 @@ func processGone(pid int) bool {
 	i := strings.LastIndexByte(s, ')') // the state follows the command name
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
+
+// Against real containerd: events of a pod made and removed while nobody
+// read the event stream reach the next subscriber (containerd keeps them
+// queued). The PLEG started after the removal ignores them: the removed
+// pod is never delivered nor cached, while a pod still there is.
+func TestRealNodeQueuedEventsOfRemovedPodIgnored(t *testing.T) {
+	n := testnode.Start(t)
+	img := n.PushImage(t, "pleg/app")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := criclient.Dial(ctx, n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	const gone, kept = types.UID("uid-gone"), types.UID("uid-kept")
+	goneCfg := n.SandboxConfig("gone", string(gone))
+	goneSB, err := c.RunPodSandbox(ctx, goneCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.CreateContainer(ctx, goneSB, n.ContainerConfig("app", img, "pause"), goneCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartContainer(ctx, ctr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopPodSandbox(ctx, goneSB); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemovePodSandbox(ctx, goneSB); err != nil {
+		t.Fatal(err)
+	}
+	keptSB, err := c.RunPodSandbox(ctx, n.SandboxConfig("kept", string(kept)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cache := newFakeCache()
+	obs := &modeObserver{modes: make(chan Mode, 100)}
+	p, err := New(c, cache, WithObserver(obs.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := collect(p)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close(); <-col.done }()
+	waitMode(t, obs, ModeEvented)
+	waitFor(t, "the removed pod's queued events to reach the PLEG", func() bool { return p.Stats().StaleEvents > 0 })
+	if err := p.relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	<-col.done
+	for e, k := range col.snapshot() {
+		if e.ID == gone {
+			t.Errorf("delivered %d x %v of the pod removed before the PLEG started", k, e)
+		}
+	}
+	if _, ok := cache.get(gone); ok {
+		t.Error("the pod removed before the PLEG started is cached")
+	}
+	if k := col.count(ev(kept, ContainerStarted, keptSB)); k != 1 {
+		t.Errorf("the pod still there: ContainerStarted(%s) delivered %d times, want 1", keptSB, k)
+	}
+	t.Logf("stats %+v", p.Stats())
+}
