@@ -132,7 +132,7 @@ func TestEventAboutRemovedContainerIgnored(t *testing.T) {
 // event older than a full relist that did not list its id is not applied;
 // an event newer than the relist, or about an id the relist listed, is.
 func TestEventOlderThanRelistAboutUnlistedIDIgnored(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, WithEventStream(true)) // a relist notes what it listed for the events only
 	f.setSandboxes(fsb{"a", "s1", ready})
 	f.clock.Step(10 * time.Second)
 	f.relist() // lists at t0+10s

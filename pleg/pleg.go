@@ -90,7 +90,8 @@ type Stats struct {
 	// RuntimeEvents counts events received from the runtime's stream;
 	// IncompleteEvents those without usable statuses (the pod was relisted
 	// instead); StaleEvents those about already removed ids, and those
-	// older than a full relist that did not list their id (ignored).
+	// about ids the PLEG does not know that are older than Start or than a
+	// full relist that did not list them (ignored).
 	RuntimeEvents, IncompleteEvents, StaleEvents uint64
 	// Delivered counts events put on the Watch channel (PodSync included),
 	// Dropped those that did not fit, PodSyncs the PodSync events delivered.

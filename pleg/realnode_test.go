@@ -22,18 +22,7 @@ import (
 // it: the PLEG falls back to relisting, recovers to evented mode and
 // reports the exit exactly once, after the restart.
 func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
-	n := testnode.Start(t)
-	img := n.PushImage(t, "pleg/app")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := criclient.Dial(ctx, n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	n, c, img, ctx := realNodeWithImage(t)
 	cache := newFakeCache()
 	obs := &modeObserver{modes: make(chan Mode, 100)}
 	p, err := New(c, cache, WithRelistPeriod(200*time.Millisecond), WithObserver(obs.observe),
@@ -41,11 +30,8 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := collect(p)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { p.Close(); <-col.done }()
+	col, stop := startCollecting(t, p)
+	defer stop()
 	waitMode(t, obs, ModeEvented)
 
 	const uid = types.UID("uid-web")
@@ -149,6 +135,25 @@ func TestRealNodeEventsAndContainerdRestart(t *testing.T) {
 	t.Logf("events %v; stats %+v", got, p.Stats())
 }
 
+// realNodeWithImage starts a real node with the test image pulled; the
+// client and ctx (3 minutes) end with the test.
+func realNodeWithImage(t *testing.T) (*testnode.Node, *criclient.Client, string, context.Context) {
+	t.Helper()
+	n := testnode.Start(t)
+	img := n.PushImage(t, "pleg/app")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	c, err := criclient.Dial(ctx, n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return n, c, img, ctx
+}
+
 // containerPID returns the host PID of a running container's main process,
 // from containerd's verbose ContainerStatus info.
 func containerPID(ctx context.Context, t *testing.T, c *criclient.Client, id string) int {
@@ -183,18 +188,7 @@ func processGone(pid int) bool {
 // queued). The PLEG started after the removal ignores them: the removed
 // pod is never delivered nor cached, while a pod still there is.
 func TestRealNodeQueuedEventsOfRemovedPodIgnored(t *testing.T) {
-	n := testnode.Start(t)
-	img := n.PushImage(t, "pleg/app")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := criclient.Dial(ctx, n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.PullImage(ctx, &runtimeapi.ImageSpec{Image: img}, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	n, c, img, ctx := realNodeWithImage(t)
 	const gone, kept = types.UID("uid-gone"), types.UID("uid-kept")
 	goneCfg := n.SandboxConfig("gone", string(gone))
 	goneSB, err := c.RunPodSandbox(ctx, goneCfg, "")
@@ -225,11 +219,8 @@ func TestRealNodeQueuedEventsOfRemovedPodIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := collect(p)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { p.Close(); <-col.done }()
+	col, stop := startCollecting(t, p)
+	defer stop()
 	waitMode(t, obs, ModeEvented)
 	waitFor(t, "the removed pod's queued events to reach the PLEG", func() bool { return p.Stats().StaleEvents > 0 })
 	if err := p.relist(ctx); err != nil {

@@ -258,16 +258,19 @@ func (p *PLEG) relist(ctx context.Context) error {
 		return p.relistFailed(RelistFull, start, &RelistError{Method: "ListContainers", Err: err})
 	}
 	snap := group(sbs, cs, seq)
-	listed := make(map[string]struct{}, len(sbs)+len(cs))
-	for _, sb := range sbs {
-		listed[sb.GetId()] = struct{}{}
-	}
-	for _, c := range cs {
-		listed[c.GetId()] = struct{}{}
+	var listed map[string]struct{}
+	if p.cfg.events { // only events are checked against it (staleLocked)
+		listed = make(map[string]struct{}, len(sbs)+len(cs))
+		for _, sb := range sbs {
+			listed[sb.GetId()] = struct{}{}
+		}
+		for _, c := range cs {
+			listed[c.GetId()] = struct{}{}
+		}
 	}
 
 	p.mu.Lock()
-	if start.After(p.listedAt) {
+	if listed != nil && start.After(p.listedAt) {
 		p.listed, p.listedAt = listed, start
 	}
 	uids := map[types.UID]struct{}{}

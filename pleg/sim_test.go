@@ -88,6 +88,17 @@ type collector struct {
 	done   chan struct{}
 }
 
+// startCollecting collects p's events and starts p; stop closes p and
+// waits for the collector to read the last event.
+func startCollecting(t *testing.T, p *PLEG) (col *collector, stop func()) {
+	t.Helper()
+	col = collect(p)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return col, func() { p.Close(); <-col.done }
+}
+
 func collect(p *PLEG) *collector {
 	c := &collector{counts: map[Event]int{}, done: make(chan struct{})}
 	go func() {
@@ -147,11 +158,8 @@ func TestSimStreamCutsEveryExitReportedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := collect(p)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { p.Close(); <-col.done }()
+	col, stop := startCollecting(t, p)
+	defer stop()
 	waitFor(t, "evented mode", func() bool { return p.Mode() == ModeEvented })
 
 	pods := makePods(t, c, 10, 3)

@@ -29,19 +29,31 @@ func forward[Req, Resp any](s *Shim, ctx context.Context, method string, req Req
 // shim accepted before Drain and must still complete.
 func admitAndCall[Req, Resp any](s *Shim, ctx context.Context, method string, req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var zero Resp
-	class, _ := criclient.MethodClass(method) // an unknown method counts as a read
-	release, err := s.gates[class].Acquire(ctx)
+	release, err := s.admit(ctx, method)
 	if err != nil {
-		return zero, status.FromContextError(err).Err()
+		return zero, err
 	}
 	defer release()
-	if ctx.Err() != nil { // the caller gave up while the call was queued
-		return zero, status.FromContextError(ctx.Err()).Err()
-	}
 	start := time.Now()
 	resp, err := fn(ctx, req)
 	s.logCall(method, start, err)
 	return resp, err
+}
+
+// admit waits for method's admission gate; release frees the slot. A
+// caller that gives up while its call is queued gets its context's error
+// as a gRPC status, and the call is never sent.
+func (s *Shim) admit(ctx context.Context, method string) (release func(), err error) {
+	class, _ := criclient.MethodClass(method) // an unknown method counts as a read
+	release, err = s.gates[class].Acquire(ctx)
+	if err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if ctx.Err() != nil { // the caller gave up while the call was queued
+		release()
+		return nil, callerGone(ctx)
+	}
+	return release, nil
 }
 
 // logCall logs a call the runtime answered by its method, latency and

@@ -10,8 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/syncpod/syncpod/criclient"
 )
 
 // lateSandboxKeep is how long a sandbox the runtime created after its
@@ -124,14 +122,9 @@ func (r *sandboxRuns) run(ctx context.Context, req *runtimeapi.RunPodSandboxRequ
 	}
 	c, resp, how := r.join(key, req)
 	if how == joinNone {
-		class, _ := criclient.MethodClass("RunPodSandbox")
-		release, err := s.gates[class].Acquire(ctx)
+		release, err := s.admit(ctx, "RunPodSandbox")
 		if err != nil {
-			return nil, status.FromContextError(err).Err()
-		}
-		if ctx.Err() != nil { // the caller gave up while the call was queued
-			release()
-			return nil, callerGone(ctx)
+			return nil, err
 		}
 		// Another call of the key may have been sent meanwhile.
 		if c, resp, how = r.start(ctx, key, req, release); how != joinSent {

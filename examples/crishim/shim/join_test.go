@@ -43,16 +43,6 @@ func runAbandoned(t *testing.T, b *heldBackend, sv *served, cfgs ...*runtimeapi.
 	eventually(t, "the shim to see its callers gone", func() bool { return sv.shim.Stats().AbandonedSandboxes == len(cfgs) })
 }
 
-// sandboxes lists the backend's sandboxes, bypassing the shim.
-func (b *heldBackend) sandboxes(t *testing.T) []*runtimeapi.PodSandbox {
-	t.Helper()
-	resp, err := b.rt.ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.GetItems()
-}
-
 // A RunPodSandbox whose caller's deadline passes while the runtime has it
 // (containerd frozen) and which the runtime completes anyway leaves one
 // sandbox, which the kubelet's retry with the same metadata gets. Directly
@@ -88,12 +78,10 @@ func TestRunPodSandboxRetryGetsLateSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the retry of a sandbox the runtime created late: %v", err)
 	}
-	if got := b.sandboxes(t); len(got) != 1 || got[0].Id != resp.PodSandboxId {
-		t.Fatalf("the runtime's sandboxes: %v, want only the retry's %s", got, resp.PodSandboxId)
+	if !b.wantOnlySandbox(t, resp.PodSandboxId) {
+		t.FailNow()
 	}
-	if n := b.count("RunPodSandbox"); n != 1 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 1", n)
-	}
+	b.wantCalls(t, "RunPodSandbox", 1, "")
 	pods, err := sv.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil || len(pods.GetItems()) != 1 || pods.Items[0].Id != resp.PodSandboxId {
 		t.Fatalf("ListPodSandbox after the retry: %v %v, want only %s", pods, err, resp.PodSandboxId)
@@ -129,18 +117,14 @@ func TestRunPodSandboxConcurrentSameKeyJoins(t *testing.T) {
 	if first.err != nil || second.err != nil || first.id == "" || first.id != second.id {
 		t.Fatalf("the two calls got %+v and %+v, want the same sandbox", first, second)
 	}
-	if n := b.count("RunPodSandbox"); n != 1 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 1", n)
-	}
+	b.wantCalls(t, "RunPodSandbox", 1, "")
 	if st := sv.shim.Stats(); st.LateSandboxes != 0 {
 		t.Errorf("Stats %+v, want no sandbox kept: its callers had it", st)
 	}
 	if _, err := sv.rt.RunPodSandbox(ctx, req); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("a third call once both had the answer: %v, want the runtime's AlreadyExists", err)
 	}
-	if n := b.count("RunPodSandbox"); n != 2 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 2", n)
-	}
+	b.wantCalls(t, "RunPodSandbox", 2, "")
 }
 
 // A call with the same metadata but another config or runtime handler
@@ -159,26 +143,22 @@ func TestRunPodSandboxOtherConfigForwarded(t *testing.T) {
 	if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: changed}); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("RunPodSandbox with another config: %v, want the runtime's AlreadyExists", err)
 	}
-	if n := b.count("RunPodSandbox"); n != 2 {
-		t.Fatalf("the runtime got %d RunPodSandbox calls, want 2: another config is forwarded", n)
+	if !b.wantCalls(t, "RunPodSandbox", 2, ": another config is forwarded") {
+		t.FailNow()
 	}
 	if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web"), RuntimeHandler: "other"}); err == nil {
 		t.Error("RunPodSandbox with another runtime handler succeeded next to the late sandbox")
 	}
-	if n := b.count("RunPodSandbox"); n != 3 {
-		t.Fatalf("the runtime got %d RunPodSandbox calls, want 3: another runtime handler is forwarded", n)
+	if !b.wantCalls(t, "RunPodSandbox", 3, ": another runtime handler is forwarded") {
+		t.FailNow()
 	}
 
 	resp, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("web")})
 	if err != nil {
 		t.Fatalf("the retry with the first config: %v", err)
 	}
-	if got := b.sandboxes(t); len(got) != 1 || got[0].Id != resp.PodSandboxId {
-		t.Errorf("the runtime's sandboxes: %v, want only the retry's %s", got, resp.PodSandboxId)
-	}
-	if n := b.count("RunPodSandbox"); n != 3 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 3: the matching retry is not sent", n)
-	}
+	b.wantOnlySandbox(t, resp.PodSandboxId)
+	b.wantCalls(t, "RunPodSandbox", 3, ": the matching retry is not sent")
 }
 
 // A late sandbox is kept for a bounded time: a retry within it gets the
@@ -197,8 +177,8 @@ func TestRunPodSandboxLateSandboxExpires(t *testing.T) {
 	if err != nil || resp.GetPodSandboxId() == "" {
 		t.Fatalf("a retry within the bound: %v %v, want the late sandbox", resp, err)
 	}
-	if n := b.count("RunPodSandbox"); n != 2 {
-		t.Fatalf("the runtime got %d RunPodSandbox calls, want 2: the retry within the bound is not sent", n)
+	if !b.wantCalls(t, "RunPodSandbox", 2, ": the retry within the bound is not sent") {
+		t.FailNow()
 	}
 
 	clk.Step(2 * time.Second)
@@ -208,9 +188,7 @@ func TestRunPodSandboxLateSandboxExpires(t *testing.T) {
 	if _, err := sv.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("late")}); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("a retry past the bound: %v, want the runtime's AlreadyExists", err)
 	}
-	if n := b.count("RunPodSandbox"); n != 3 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 3: the retry past the bound is forwarded", n)
-	}
+	b.wantCalls(t, "RunPodSandbox", 3, ": the retry past the bound is forwarded")
 }
 
 // RemovePodSandbox of a late sandbox drops it: a retry gets a new sandbox
@@ -240,10 +218,6 @@ func TestRunPodSandboxLateSandboxRemoved(t *testing.T) {
 	if resp.PodSandboxId == late {
 		t.Errorf("the retry got the removed sandbox %s", late)
 	}
-	if n := b.count("RunPodSandbox"); n != 2 {
-		t.Errorf("the runtime got %d RunPodSandbox calls, want 2: the retry is forwarded", n)
-	}
-	if got := b.sandboxes(t); len(got) != 1 || got[0].Id != resp.PodSandboxId {
-		t.Errorf("the runtime's sandboxes: %v, want only the retry's %s", got, resp.PodSandboxId)
-	}
+	b.wantCalls(t, "RunPodSandbox", 2, ": the retry is forwarded")
+	b.wantOnlySandbox(t, resp.PodSandboxId)
 }

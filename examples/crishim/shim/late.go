@@ -11,8 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/syncpod/syncpod/criclient"
 )
 
 // lateGrace is how long past its caller's deadline a CreateContainer or a
@@ -148,15 +146,11 @@ func sendDetached[Req, Resp any](s *Shim, ctx context.Context, method string, re
 	if s.draining() {
 		return zero, status.Error(codes.Unavailable, ErrDraining.Error())
 	}
-	class, _ := criclient.MethodClass(method)
-	release, err := s.gates[class].Acquire(ctx)
+	release, err := s.admit(ctx, method)
 	if err != nil {
-		return zero, status.FromContextError(err).Err()
+		return zero, err
 	}
 	defer release()
-	if ctx.Err() != nil {
-		return zero, callerGone(ctx)
-	}
 	cctx, cancel := detached(ctx)
 	defer cancel()
 	start := time.Now()

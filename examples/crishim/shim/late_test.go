@@ -134,6 +134,38 @@ func (b *heldBackend) count(method string) int {
 	return b.calls[method]
 }
 
+// wantCalls reports a test error unless the backend got n calls of
+// method; why, appended to the message, says what n stands for.
+func (b *heldBackend) wantCalls(t *testing.T, method string, n int, why string) bool {
+	t.Helper()
+	if got := b.count(method); got != n {
+		t.Errorf("the runtime got %d %s calls, want %d%s", got, method, n, why)
+		return false
+	}
+	return true
+}
+
+// sandboxes lists the backend's sandboxes, bypassing the shim.
+func (b *heldBackend) sandboxes(t *testing.T) []*runtimeapi.PodSandbox {
+	t.Helper()
+	resp, err := b.rt.ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetItems()
+}
+
+// wantOnlySandbox reports a test error unless id is the backend's one
+// sandbox.
+func (b *heldBackend) wantOnlySandbox(t *testing.T, id string) bool {
+	t.Helper()
+	if got := b.sandboxes(t); len(got) != 1 || got[0].Id != id {
+		t.Errorf("the runtime's sandboxes: %v, want only %s", got, id)
+		return false
+	}
+	return true
+}
+
 func (b *heldBackend) containers(t *testing.T) []*runtimeapi.Container {
 	t.Helper()
 	resp, err := b.rt.ListContainers(ctxT(t), &runtimeapi.ListContainersRequest{})
